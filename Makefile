@@ -1,0 +1,45 @@
+# outbox — top-level entry points. Each target installs what is missing first.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all bootstrap build run test test-asan bench fuzz format clean
+
+all: build
+
+bootstrap:
+	@bash scripts/bootstrap
+
+$(BUILD)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+
+build: bootstrap $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job on the embedded default.
+run: build
+	bash scripts/run-demo $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+test-asan: bootstrap
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOUTBOX_SANITIZE=ON -DOUTBOX_BENCH=OFF
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1800
+
+bench: build
+	$(BUILD)/bench/outbox_bench --benchmark_format=json --benchmark_out=$(BUILD)/bench.json --benchmark_out_format=json
+
+FUZZ_SECONDS ?= 30
+fuzz: bootstrap
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOUTBOX_FUZZ=ON -DOUTBOX_BENCH=OFF
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_targets
+	bash scripts/run-fuzz build-fuzz $(FUZZ_SECONDS)
+
+format:
+	clang-format -i $$(git ls-files '*.h' '*.cc')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

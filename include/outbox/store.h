@@ -1,0 +1,240 @@
+// The Store port: DynamoDB-shaped tables with conditional writes, queries,
+// transactions, GSIs, TTL and a per-table change feed. Every backend
+// (embedded SQLite, DynamoDB) implements this interface and passes
+// tests/conformance/store_*.
+//
+// Requests mirror DynamoDB's request bodies; errors carry DynamoDB's error
+// names (see errors.h). Thread-safety: every method may be called
+// concurrently from any thread. Failure: a failed write changes nothing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "outbox/errors.h"
+#include "outbox/value.h"
+
+namespace outbox {
+
+using AttrNames = std::map<std::string, std::string>;  // ExpressionAttributeNames
+using AttrValues = std::map<std::string, Value>;       // ExpressionAttributeValues
+
+struct KeyAttribute {
+  std::string name;
+  Type type = Type::S;  // S, N or B
+  bool operator==(const KeyAttribute&) const = default;
+};
+
+enum class ProjectionType { kAll, kKeysOnly, kInclude };
+
+struct GlobalSecondaryIndex {
+  std::string name;
+  KeyAttribute hash_key;
+  std::optional<KeyAttribute> range_key;
+  ProjectionType projection = ProjectionType::kAll;
+  std::vector<std::string> non_key_attributes;  // for kInclude
+  bool operator==(const GlobalSecondaryIndex&) const = default;
+};
+
+enum class StreamViewType { kKeysOnly, kNewImage, kOldImage, kNewAndOldImages };
+
+struct TableSpec {
+  std::string name;
+  KeyAttribute hash_key;
+  std::optional<KeyAttribute> range_key;
+  std::vector<GlobalSecondaryIndex> global_secondary_indexes;
+  bool stream_enabled = false;
+  StreamViewType stream_view_type = StreamViewType::kNewAndOldImages;
+  std::optional<std::string> ttl_attribute;  // TTL enabled when set
+};
+
+struct TableDescription {
+  TableSpec spec;
+  std::string status = "ACTIVE";
+  int64_t item_count = 0;
+  int64_t creation_time_ms = 0;
+  std::string stream_arn;  // empty when the change feed is off
+};
+
+enum class ReturnValues { kNone, kAllOld, kUpdatedOld, kAllNew, kUpdatedNew };
+
+// Shared by every request that takes expressions.
+struct ExpressionArgs {
+  AttrNames names;
+  AttrValues values;
+};
+
+struct PutRequest {
+  std::string table;
+  Item item;
+  std::optional<std::string> condition;
+  ExpressionArgs args;
+  ReturnValues return_values = ReturnValues::kNone;            // NONE | ALL_OLD
+  bool return_old_on_condition_failure = false;               // ReturnValuesOnConditionCheckFailure=ALL_OLD
+};
+
+struct UpdateRequest {
+  std::string table;
+  Item key;
+  std::optional<std::string> update;  // UpdateExpression (absent: only ensures the item exists)
+  std::optional<std::string> condition;
+  ExpressionArgs args;
+  ReturnValues return_values = ReturnValues::kNone;
+  bool return_old_on_condition_failure = false;
+};
+
+struct DeleteRequest {
+  std::string table;
+  Item key;
+  std::optional<std::string> condition;
+  ExpressionArgs args;
+  ReturnValues return_values = ReturnValues::kNone;  // NONE | ALL_OLD
+  bool return_old_on_condition_failure = false;
+};
+
+struct GetRequest {
+  std::string table;
+  Item key;
+  std::optional<std::string> projection;
+  AttrNames names;
+  bool consistent_read = false;
+};
+
+// Attributes returned by ReturnValues (absent when NONE or nothing to return).
+struct WriteResult {
+  std::optional<Item> attributes;
+};
+
+enum class Select { kAllAttributes, kAllProjectedAttributes, kSpecificAttributes, kCount };
+
+struct QueryRequest {
+  std::string table;
+  std::optional<std::string> index;
+  std::string key_condition;
+  std::optional<std::string> filter;
+  std::optional<std::string> projection;
+  ExpressionArgs args;
+  bool scan_forward = true;
+  std::optional<int> limit;  // items read before the filter
+  std::optional<Item> exclusive_start_key;
+  std::optional<Select> select;
+  bool consistent_read = false;
+};
+
+struct QueryResult {
+  std::vector<Item> items;
+  int64_t count = 0;          // after the filter
+  int64_t scanned_count = 0;  // read
+  std::optional<Item> last_evaluated_key;
+};
+
+struct TransactWriteItem {
+  enum class Kind { kPut, kUpdate, kDelete, kConditionCheck };
+  Kind kind = Kind::kPut;
+  std::string table;
+  Item item;  // kPut: the item; otherwise the key
+  std::optional<std::string> update;  // kUpdate
+  std::optional<std::string> condition;
+  ExpressionArgs args;
+  bool return_old_on_condition_failure = false;
+
+  static TransactWriteItem Put(std::string table, Item item) {
+    TransactWriteItem w;
+    w.kind = Kind::kPut;
+    w.table = std::move(table);
+    w.item = std::move(item);
+    return w;
+  }
+};
+
+struct TransactWriteRequest {
+  std::vector<TransactWriteItem> items;
+  std::optional<std::string> client_request_token;  // 1–36 chars; idempotent for 10 minutes
+};
+
+inline constexpr int kMaxTransactItems = 100;
+inline constexpr int64_t kMaxTransactBytes = 4 * 1024 * 1024;
+inline constexpr int64_t kMaxQueryPageBytes = 1024 * 1024;
+
+// ---- change feed ---------------------------------------------------------------
+
+enum class ChangeType { kInsert, kModify, kRemove };
+std::string_view ChangeTypeName(ChangeType t);  // INSERT | MODIFY | REMOVE
+
+struct ChangeRecord {
+  std::string table;
+  std::string shard_id;
+  std::string sequence_number;  // decimal digits; compare as integers (equal length within a shard here)
+  ChangeType type = ChangeType::kInsert;
+  Item keys;
+  std::optional<Item> old_image;
+  std::optional<Item> new_image;
+  int64_t creation_time_ms = 0;
+  bool ttl_delete = false;  // a REMOVE made by the TTL sweeper (userIdentity dynamodb.amazonaws.com)
+};
+
+struct Shard {
+  std::string id;
+  std::optional<std::string> parent_id;
+  bool closed = false;
+};
+
+struct ChangeBatch {
+  std::vector<ChangeRecord> records;
+  bool shard_end = false;  // a closed shard is drained; move on to its children
+};
+
+// Reads the change records of tables whose change feed is enabled. Records of
+// one item appear in modification order; nothing else is ordered across items.
+class ChangeFeed {
+ public:
+  virtual ~ChangeFeed() = default;
+  virtual absl::StatusOr<std::vector<Shard>> ListShards(std::string_view table) = 0;
+  // Records after `after_sequence` (empty: the oldest retained), at most `limit`.
+  virtual absl::StatusOr<ChangeBatch> Read(std::string_view table, std::string_view shard_id,
+                                           std::string_view after_sequence, int limit) = 0;
+  // Blocks until a record after `after_sequence` may exist or `timeout` passes.
+  // Returns true when woken by a change. Backends without notifications wait.
+  virtual bool WaitForChanges(std::string_view table, std::string_view after_sequence,
+                              absl::Duration timeout) = 0;
+};
+
+// ---- the store -------------------------------------------------------------------
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  virtual absl::Status CreateTable(const TableSpec& spec) = 0;
+  virtual absl::StatusOr<TableDescription> DescribeTable(std::string_view table) = 0;
+  virtual absl::Status DeleteTable(std::string_view table) = 0;
+  virtual absl::StatusOr<std::vector<std::string>> ListTables() = 0;
+
+  virtual absl::StatusOr<WriteResult> PutItem(const PutRequest& req) = 0;
+  virtual absl::StatusOr<WriteResult> UpdateItem(const UpdateRequest& req) = 0;
+  virtual absl::StatusOr<WriteResult> DeleteItem(const DeleteRequest& req) = 0;
+  // nullopt when the item does not exist.
+  virtual absl::StatusOr<std::optional<Item>> GetItem(const GetRequest& req) = 0;
+  virtual absl::StatusOr<QueryResult> Query(const QueryRequest& req) = 0;
+  virtual absl::Status TransactWriteItems(const TransactWriteRequest& req) = 0;
+  // One entry per request, in order; nullopt for missing items.
+  virtual absl::StatusOr<std::vector<std::optional<Item>>> TransactGetItems(
+      const std::vector<GetRequest>& gets) = 0;
+
+  // The change feed of this store's tables; never null.
+  virtual ChangeFeed* change_feed() = 0;
+
+ protected:
+  Store() = default;
+};
+
+}  // namespace outbox
