@@ -1,0 +1,302 @@
+#include "sqlite/database.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
+
+namespace outbox::sqlite {
+
+// ---- Stmt ------------------------------------------------------------------------
+
+Stmt& Stmt::Bind(int i, int64_t v) {
+  sqlite3_bind_int64(s_, i, v);
+  return *this;
+}
+Stmt& Stmt::Bind(int i, std::string_view text) {
+  sqlite3_bind_text(s_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Stmt& Stmt::BindBlob(int i, std::string_view bytes) {
+  // A zero-length blob must still be a blob, not NULL.
+  sqlite3_bind_blob(s_, i, bytes.empty() ? "" : bytes.data(), static_cast<int>(bytes.size()),
+                    SQLITE_TRANSIENT);
+  return *this;
+}
+Stmt& Stmt::BindNull(int i) {
+  sqlite3_bind_null(s_, i);
+  return *this;
+}
+
+absl::StatusOr<bool> Stmt::Step() {
+  int rc = sqlite3_step(s_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return conn_->Error(sqlite3_sql(s_));
+}
+
+absl::Status Stmt::Run() {
+  while (true) {
+    auto r = Step();
+    if (!r.ok()) return r.status();
+    if (!*r) return absl::OkStatus();
+  }
+}
+
+std::string_view Stmt::ColumnText(int i) const {
+  const unsigned char* p = sqlite3_column_text(s_, i);
+  int n = sqlite3_column_bytes(s_, i);
+  return p ? std::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(n)) : std::string_view();
+}
+
+std::string_view Stmt::ColumnBlob(int i) const {
+  const void* p = sqlite3_column_blob(s_, i);
+  int n = sqlite3_column_bytes(s_, i);
+  return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string_view();
+}
+
+// ---- Conn ------------------------------------------------------------------------
+
+Conn::~Conn() {
+  for (auto& [sql, st] : stmts_) sqlite3_finalize(st);
+  sqlite3_close_v2(db_);
+}
+
+absl::Status Conn::Error(std::string_view what) const {
+  int code = sqlite3_extended_errcode(db_);
+  std::string msg = fmt::format("sqlite: {} ({}): {}", sqlite3_errmsg(db_), code, what);
+  int primary = code & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return absl::UnavailableError(msg);
+  if (primary == SQLITE_CONSTRAINT) return absl::AlreadyExistsError(msg);
+  return absl::InternalError(msg);
+}
+
+absl::StatusOr<std::unique_ptr<Conn>> Conn::Open(const std::string& path, bool readonly,
+                                                 int busy_timeout_ms, const std::string& sync) {
+  sqlite3* db = nullptr;
+  int flags = SQLITE_OPEN_NOMUTEX | (readonly ? SQLITE_OPEN_READONLY
+                                              : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  std::unique_ptr<Conn> c(new Conn(db));
+  if (rc != SQLITE_OK) {
+    return absl::UnavailableError(
+        fmt::format("cannot open database {}: {}", path, db ? sqlite3_errmsg(db) : "out of memory"));
+  }
+  sqlite3_busy_timeout(db, busy_timeout_ms);
+  sqlite3_extended_result_codes(db, 1);
+  if (!readonly) {
+    if (auto s = c->Exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
+  }
+  if (auto s = c->Exec(fmt::format("PRAGMA synchronous={}", sync)); !s.ok()) return s;
+  if (auto s = c->Exec("PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000");
+      !s.ok()) {
+    return s;
+  }
+  return c;
+}
+
+absl::StatusOr<Stmt> Conn::Prepare(std::string_view sql) {
+  std::string key(sql);
+  auto it = stmts_.find(key);
+  if (it != stmts_.end()) {
+    sqlite3_reset(it->second);
+    sqlite3_clear_bindings(it->second);
+    return Stmt(it->second, this);
+  }
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v3(db_, key.c_str(), static_cast<int>(key.size()), SQLITE_PREPARE_PERSISTENT,
+                         &st, nullptr) != SQLITE_OK) {
+    return Error(sql);
+  }
+  stmts_.emplace(std::move(key), st);
+  return Stmt(st, this);
+}
+
+absl::Status Conn::Exec(std::string_view sql) {
+  std::string s(sql);
+  char* err = nullptr;
+  if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status st = Error(sql);
+    sqlite3_free(err);
+    return st;
+  }
+  return absl::OkStatus();
+}
+
+// ---- Database --------------------------------------------------------------------
+
+absl::StatusOr<std::shared_ptr<Database>> Database::Open(const DatabaseOptions& options) {
+  if (options.path.empty() || options.path == ":memory:") {
+    return absl::InvalidArgumentError("database path: a file path is required (\":memory:\" cannot be shared)");
+  }
+  if (options.synchronous != "FULL" && options.synchronous != "NORMAL" && options.synchronous != "OFF") {
+    return absl::InvalidArgumentError(
+        fmt::format("synchronous: must be FULL, NORMAL or OFF, got \"{}\"", options.synchronous));
+  }
+  if (options.max_batch < 1) return absl::InvalidArgumentError("max_batch: must be >= 1");
+  std::shared_ptr<Database> db(new Database(options));
+  auto w = Conn::Open(options.path, false, options.busy_timeout_ms, options.synchronous);
+  if (!w.ok()) return w.status();
+  db->writer_ = *std::move(w);
+  auto watcher = Conn::Open(options.path, false, options.busy_timeout_ms, options.synchronous);
+  if (!watcher.ok()) return watcher.status();
+  db->watcher_ = *std::move(watcher);
+  db->writer_thread_ = std::thread([p = db.get()] { p->WriterLoop(); });
+  return db;
+}
+
+Database::~Database() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  if (writer_thread_.joinable()) writer_thread_.join();
+}
+
+absl::Status Database::Write(WriteFn fn) {
+  Job job{std::move(fn), absl::OkStatus(), false};
+  std::unique_lock<std::mutex> l(mu_);
+  if (!sticky_.ok()) return sticky_;
+  if (stopping_) return absl::CancelledError("database is closing");
+  queue_.push_back(&job);
+  work_cv_.notify_one();
+  done_cv_.wait(l, [&] { return job.done; });
+  return job.result;
+}
+
+void Database::WriterLoop() {
+  std::vector<Job*> batch;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      work_cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty() && stopping_) return;
+      while (!queue_.empty() && static_cast<int>(batch.size()) < options_.max_batch) {
+        batch.push_back(queue_.front());
+        queue_.pop_front();
+      }
+    }
+    RunBatch(batch);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (Job* j : batch) j->done = true;
+    }
+    done_cv_.notify_all();
+    batch.clear();
+  }
+}
+
+void Database::RunBatch(std::vector<Job*>& batch) {
+  Conn& c = *writer_;
+  c.on_commit_.clear();
+  absl::Status begin = c.Exec("BEGIN IMMEDIATE");
+  if (!begin.ok()) {
+    for (Job* j : batch) j->result = begin;
+    return;
+  }
+  std::vector<std::function<void()>> hooks;
+  for (Job* j : batch) {
+    absl::Status s = c.Exec("SAVEPOINT job");
+    if (s.ok()) {
+      s = j->fn(c);
+      if (s.ok()) {
+        s = c.Exec("RELEASE job");
+      } else {
+        // Roll back this caller's changes only; the batch goes on.
+        (void)c.Exec("ROLLBACK TO job");
+        (void)c.Exec("RELEASE job");
+      }
+    }
+    j->result = s;
+    if (s.ok()) {
+      for (auto& h : c.on_commit_) hooks.push_back(std::move(h));
+    }
+    c.on_commit_.clear();
+  }
+  absl::Status commit = c.Exec("COMMIT");
+  if (!commit.ok()) {
+    (void)c.Exec("ROLLBACK");
+    absl::Status err = absl::InternalError(absl::StrCat(
+        "commit failed; durability in doubt, refusing further writes: ", commit.message()));
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      sticky_ = err;
+    }
+    for (Job* j : batch) j->result = err;
+    return;
+  }
+  for (auto& h : hooks) h();
+  commits_.fetch_add(1);
+  commit_cv_.notify_all();
+}
+
+absl::Status Database::Read(ReadFn fn) {
+  std::unique_ptr<Conn> c;
+  {
+    std::lock_guard<std::mutex> l(pool_mu_);
+    if (!idle_readers_.empty()) {
+      c = std::move(idle_readers_.back());
+      idle_readers_.pop_back();
+    }
+  }
+  if (!c) {
+    auto o = Conn::Open(options_.path, false, options_.busy_timeout_ms, options_.synchronous);
+    if (!o.ok()) return o.status();
+    c = *std::move(o);
+    (void)c->Exec("PRAGMA query_only=ON");
+  }
+  absl::Status s = c->Exec("BEGIN");
+  if (s.ok()) {
+    s = fn(*c);
+    (void)c->Exec("COMMIT");
+  }
+  std::lock_guard<std::mutex> l(pool_mu_);
+  if (static_cast<int>(idle_readers_.size()) < options_.read_connections) {
+    idle_readers_.push_back(std::move(c));
+  }
+  return s;
+}
+
+bool Database::PollExternalChanges() {
+  std::lock_guard<std::mutex> l(watcher_mu_);
+  auto st = watcher_->Prepare("PRAGMA data_version");
+  if (!st.ok()) return false;
+  auto row = st->Step();
+  if (!row.ok() || !*row) return false;
+  int64_t v = st->ColumnInt(0);
+  bool changed = last_data_version_ >= 0 && v != last_data_version_;
+  last_data_version_ = v;
+  return changed;
+}
+
+absl::Status Database::sticky_error() const {
+  std::lock_guard<std::mutex> l(const_cast<std::mutex&>(mu_));
+  return sticky_;
+}
+
+uint64_t Database::WaitForCommit(uint64_t seen, absl::Duration timeout) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::microseconds(absl::ToInt64Microseconds(timeout));
+  PollExternalChanges();  // establish the baseline
+  std::unique_lock<std::mutex> l(commit_mu_);
+  while (commits_.load() <= seen) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    // In-process commits wake us at once; other processes' commits are seen
+    // by polling data_version every 5 ms.
+    auto step = std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(5));
+    commit_cv_.wait_for(l, step);
+    if (commits_.load() > seen) break;
+    l.unlock();
+    bool external = PollExternalChanges();
+    l.lock();
+    if (external) {
+      commits_.fetch_add(1);
+      break;
+    }
+  }
+  return commits_.load();
+}
+
+}  // namespace outbox::sqlite

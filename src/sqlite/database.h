@@ -1,0 +1,156 @@
+// The shared SQLite core: one file in WAL mode, used by the embedded store and
+// the embedded queue (so a relay can forward and checkpoint in one commit).
+//
+// Writes go through a single writer thread that batches concurrent callers
+// into one SQLite transaction ("group commit"): each caller's work runs in its
+// own SAVEPOINT, so its failure rolls back only its own changes, and every
+// caller learns its outcome after the shared COMMIT is durable. Reads use a
+// pool of read connections (WAL snapshots), concurrent with the writer.
+//
+// Cross-process: other processes may open the same file; BEGIN IMMEDIATE and
+// busy_timeout serialise writers, WAL gives readers snapshots.
+//
+// Sticky error: if a COMMIT fails (durability in doubt) the database refuses
+// further writes with that error (see sticky_error()).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace outbox::sqlite {
+
+class Conn;
+
+// A prepared statement, cached per connection. Reset automatically on reuse.
+class Stmt {
+ public:
+  Stmt(sqlite3_stmt* s, Conn* c) : s_(s), conn_(c) {}
+  Stmt& Bind(int i, int64_t v);
+  Stmt& Bind(int i, std::string_view text);  // TEXT
+  Stmt& BindBlob(int i, std::string_view bytes);
+  Stmt& BindNull(int i);
+  // SQLITE_ROW -> true, SQLITE_DONE -> false, anything else -> error.
+  absl::StatusOr<bool> Step();
+  // Runs to completion (for writes).
+  absl::Status Run();
+  int64_t ColumnInt(int i) const { return sqlite3_column_int64(s_, i); }
+  bool ColumnIsNull(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
+  std::string_view ColumnText(int i) const;
+  std::string_view ColumnBlob(int i) const;
+  sqlite3_stmt* raw() { return s_; }
+
+ private:
+  sqlite3_stmt* s_;
+  Conn* conn_;
+};
+
+class Conn {
+ public:
+  ~Conn();
+  static absl::StatusOr<std::unique_ptr<Conn>> Open(const std::string& path, bool readonly,
+                                                    int busy_timeout_ms, const std::string& sync);
+  // Prepares (or reuses) `sql`; the statement is reset and its bindings cleared.
+  absl::StatusOr<Stmt> Prepare(std::string_view sql);
+  absl::Status Exec(std::string_view sql);  // one or more statements, no results
+  int64_t changes() const { return sqlite3_changes64(db_); }
+  int64_t last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+  sqlite3* raw() { return db_; }
+  absl::Status Error(std::string_view what) const;
+  // Registers work to run after the enclosing write commits (writer conns only).
+  void OnCommit(std::function<void()> fn) { on_commit_.push_back(std::move(fn)); }
+
+ private:
+  friend class Database;
+  explicit Conn(sqlite3* db) : db_(db) {}
+  sqlite3* db_;
+  std::unordered_map<std::string, sqlite3_stmt*> stmts_;
+  std::vector<std::function<void()>> on_commit_;
+};
+
+struct DatabaseOptions {
+  std::string path;                 // file path; ":memory:" is refused (use a temp file)
+  std::string synchronous = "FULL"; // FULL (default, durable) | NORMAL | OFF
+  int busy_timeout_ms = 30000;      // wait for other processes' write locks
+  int max_batch = 512;              // callers merged into one commit at most
+  int read_connections = 8;         // pooled read connections (created lazily)
+};
+
+class Database {
+ public:
+  static absl::StatusOr<std::shared_ptr<Database>> Open(const DatabaseOptions& options);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  using WriteFn = std::function<absl::Status(Conn&)>;
+  // Runs `fn` inside a write transaction on the writer thread; its changes
+  // commit with other callers' (group commit) unless it returns an error, in
+  // which case they are rolled back alone. Returns fn's status, or the commit
+  // error. Must not be called from inside another WriteFn.
+  absl::Status Write(WriteFn fn);
+
+  using ReadFn = std::function<absl::Status(Conn&)>;
+  // Runs `fn` on a pooled read connection inside one read transaction (a
+  // consistent snapshot).
+  absl::Status Read(ReadFn fn);
+
+  // A counter that rises on every commit made through this object or (when
+  // polled) by another process. WaitForCommit blocks until it exceeds `seen`
+  // or `timeout` passes and returns the current value. Other processes'
+  // commits are noticed by polling PRAGMA data_version every few ms while
+  // someone waits.
+  uint64_t commit_counter() const { return commits_.load(); }
+  uint64_t WaitForCommit(uint64_t seen, absl::Duration timeout);
+
+  absl::Status sticky_error() const;
+  const DatabaseOptions& options() const { return options_; }
+
+ private:
+  explicit Database(DatabaseOptions o) : options_(std::move(o)) {}
+  struct Job {
+    WriteFn fn;
+    absl::Status result;
+    bool done = false;
+  };
+  void WriterLoop();
+  void RunBatch(std::vector<Job*>& batch);
+  bool PollExternalChanges();
+
+  DatabaseOptions options_;
+  std::unique_ptr<Conn> writer_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;   // writer waits for jobs
+  std::condition_variable done_cv_;   // callers wait for results
+  std::deque<Job*> queue_;
+  bool stopping_ = false;
+  absl::Status sticky_;
+  std::thread writer_thread_;
+
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<Conn>> idle_readers_;
+
+  std::atomic<uint64_t> commits_{0};
+  std::mutex commit_mu_;
+  std::condition_variable commit_cv_;
+  std::unique_ptr<Conn> watcher_;  // for PRAGMA data_version polling
+  int64_t last_data_version_ = -1;
+  std::mutex watcher_mu_;
+};
+
+}  // namespace outbox::sqlite
