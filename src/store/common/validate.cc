@@ -1,0 +1,236 @@
+#include "store/common/validate.h"
+
+#include "fmt/format.h"
+
+namespace outbox::store {
+namespace {
+
+absl::Status CheckKeyValue(const KeyAttribute& attr, const Item& item, bool range, bool for_key) {
+  auto it = item.find(attr.name);
+  if (it == item.end()) {
+    if (for_key) return ValidationError("The provided key element does not match the schema");
+    return ValidationError(fmt::format(
+        "One or more parameter values were invalid: Missing the key {} in the item", attr.name));
+  }
+  const Value& v = it->second;
+  if (v.type() != attr.type) {
+    if (for_key) return ValidationError("The provided key element does not match the schema");
+    return ValidationError(fmt::format(
+        "One or more parameter values were invalid: Type mismatch for key {} expected: {} actual: {}",
+        attr.name, TypeName(attr.type), TypeName(v.type())));
+  }
+  int64_t len = 0;
+  if (v.is(Type::S)) len = static_cast<int64_t>(v.s().size());
+  if (v.is(Type::B)) len = static_cast<int64_t>(v.b().size());
+  if ((v.is(Type::S) || v.is(Type::B)) && len == 0) {
+    return ValidationError(fmt::format(
+        "One or more parameter values are not valid. The AttributeValue for a key attribute cannot "
+        "contain an empty {} value. Key: {}",
+        v.is(Type::S) ? "string" : "binary", attr.name));
+  }
+  int64_t limit = range ? kMaxSortKeyBytes : kMaxPartitionKeyBytes;
+  if (len > limit) {
+    return ValidationError(fmt::format(
+        "One or more parameter values were invalid: Size of {} key attribute {} is {} bytes, over the "
+        "limit of {} bytes",
+        range ? "sort" : "partition", attr.name, len, limit));
+  }
+  return absl::OkStatus();
+}
+
+bool ValidName(std::string_view name) {
+  if (name.size() < 3 || name.size() > 255) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+absl::Status CheckKeyAttrDecl(const KeyAttribute& k, std::string_view where) {
+  if (k.name.empty() || k.name.size() > 255) {
+    return ValidationError(fmt::format("{}: key attribute names must be 1 to 255 bytes", where));
+  }
+  if (k.type != Type::S && k.type != Type::N && k.type != Type::B) {
+    return ValidationError(fmt::format(
+        "{}: key attribute {} has type {}; key attributes must be S, N or B", where, k.name, TypeName(k.type)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateTableName(std::string_view name) {
+  if (!ValidName(name)) {
+    return ValidationError(fmt::format(
+        "1 validation error detected: Value '{}' at 'tableName' failed to satisfy constraint: Member "
+        "must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length between 3 and 255",
+        name));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTableSpec(const TableSpec& spec) {
+  if (auto s = ValidateTableName(spec.name); !s.ok()) return s;
+  if (auto s = CheckKeyAttrDecl(spec.hash_key, "KeySchema"); !s.ok()) return s;
+  if (spec.range_key) {
+    if (auto s = CheckKeyAttrDecl(*spec.range_key, "KeySchema"); !s.ok()) return s;
+    if (spec.range_key->name == spec.hash_key.name) {
+      return ValidationError("KeySchema: the hash and range keys must be different attributes");
+    }
+  }
+  if (spec.global_secondary_indexes.size() > 20) {
+    return DdbError(ddb_error::kLimitExceeded, "GlobalSecondaryIndexes: at most 20 per table");
+  }
+  std::vector<std::string> seen;
+  auto declared_type = [&](const KeyAttribute& k) -> std::optional<Type> {
+    if (k.name == spec.hash_key.name) return spec.hash_key.type;
+    if (spec.range_key && k.name == spec.range_key->name) return spec.range_key->type;
+    for (const auto& g : spec.global_secondary_indexes) {
+      if (g.hash_key.name == k.name) return g.hash_key.type;
+      if (g.range_key && g.range_key->name == k.name) return g.range_key->type;
+    }
+    return std::nullopt;
+  };
+  for (const auto& g : spec.global_secondary_indexes) {
+    if (!ValidName(g.name)) {
+      return ValidationError(fmt::format("GlobalSecondaryIndexes: invalid index name '{}'", g.name));
+    }
+    for (const auto& n : seen) {
+      if (n == g.name) return ValidationError(fmt::format("GlobalSecondaryIndexes: duplicate index name {}", g.name));
+    }
+    seen.push_back(g.name);
+    if (auto s = CheckKeyAttrDecl(g.hash_key, "GlobalSecondaryIndexes"); !s.ok()) return s;
+    if (g.range_key) {
+      if (auto s = CheckKeyAttrDecl(*g.range_key, "GlobalSecondaryIndexes"); !s.ok()) return s;
+    }
+    for (const KeyAttribute* k : {&g.hash_key, g.range_key ? &*g.range_key : nullptr}) {
+      if (k && declared_type(*k) != k->type) {
+        return ValidationError(fmt::format(
+            "One or more parameter values were invalid: attribute {} is declared with two types", k->name));
+      }
+    }
+  }
+  if (spec.ttl_attribute && spec.ttl_attribute->empty()) {
+    return ValidationError("TimeToLiveSpecification: AttributeName must be 1 to 255 bytes");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateItemKeys(const TableSpec& spec, const Item& item) {
+  if (auto s = CheckKeyValue(spec.hash_key, item, false, false); !s.ok()) return s;
+  if (spec.range_key) return CheckKeyValue(*spec.range_key, item, true, false);
+  return absl::OkStatus();
+}
+
+absl::Status ValidateKey(const TableSpec& spec, const Item& key) {
+  size_t expected = spec.range_key ? 2 : 1;
+  if (key.size() != expected) return ValidationError("The provided key element does not match the schema");
+  if (auto s = CheckKeyValue(spec.hash_key, key, false, true); !s.ok()) return s;
+  if (spec.range_key) return CheckKeyValue(*spec.range_key, key, true, true);
+  return absl::OkStatus();
+}
+
+absl::Status ValidateIndexKeys(const TableSpec& spec, const Item& item) {
+  for (const auto& g : spec.global_secondary_indexes) {
+    for (const KeyAttribute* k : {&g.hash_key, g.range_key ? &*g.range_key : nullptr}) {
+      if (!k) continue;
+      auto it = item.find(k->name);
+      if (it == item.end()) continue;  // sparse
+      if (it->second.type() != k->type) {
+        return ValidationError(fmt::format(
+            "One or more parameter values were invalid: Type mismatch for Index Key {} Expected: {} "
+            "Actual: {} IndexName: {}",
+            k->name, TypeName(k->type), TypeName(it->second.type()), g.name));
+      }
+      if ((it->second.is(Type::S) && it->second.s().empty()) || (it->second.is(Type::B) && it->second.b().empty())) {
+        return ValidationError(fmt::format(
+            "One or more parameter values are not valid. A value specified for a secondary index key is "
+            "not supported. The AttributeValue for a key attribute cannot contain an empty string value. "
+            "IndexName: {}, IndexKey: {}",
+            g.name, k->name));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateItemSize(const Item& item, bool is_update) {
+  if (ItemSize(item) > kMaxItemSize) {
+    return ValidationError(is_update ? "Item size to update has exceeded the maximum allowed size"
+                                     : "Item size has exceeded the maximum allowed size");
+  }
+  return absl::OkStatus();
+}
+
+Item ExtractKey(const TableSpec& spec, const Item& item) {
+  Item key;
+  if (auto it = item.find(spec.hash_key.name); it != item.end()) key.emplace(*it);
+  if (spec.range_key) {
+    if (auto it = item.find(spec.range_key->name); it != item.end()) key.emplace(*it);
+  }
+  return key;
+}
+
+Item ExtractIndexKey(const TableSpec& spec, const GlobalSecondaryIndex& gsi, const Item& item) {
+  Item key = ExtractKey(spec, item);
+  if (auto it = item.find(gsi.hash_key.name); it != item.end()) key.emplace(*it);
+  if (gsi.range_key) {
+    if (auto it = item.find(gsi.range_key->name); it != item.end()) key.emplace(*it);
+  }
+  return key;
+}
+
+const GlobalSecondaryIndex* FindIndex(const TableSpec& spec, std::string_view name) {
+  for (const auto& g : spec.global_secondary_indexes) {
+    if (g.name == name) return &g;
+  }
+  return nullptr;
+}
+
+std::optional<int64_t> TtlSeconds(const Value* v) {
+  if (!v || !v->is(Type::N)) return std::nullopt;
+  const Decimal& d = v->n();
+  if (d.is_negative()) return std::nullopt;
+  if (d.adjusted_exponent() > 15) return std::nullopt;
+  // Floor of a non-negative decimal.
+  int64_t secs = 0;
+  int intdigits = d.adjusted_exponent() + 1;
+  for (int i = 0; i < intdigits; ++i) {
+    int digit = i < d.digit_count() ? d.digits()[static_cast<size_t>(i)] - '0' : 0;
+    secs = secs * 10 + digit;
+  }
+  return secs;
+}
+
+bool IsTtlExpired(const Value* v, absl::Time now) {
+  auto secs = TtlSeconds(v);
+  if (!secs) return false;
+  int64_t n = absl::ToUnixSeconds(now);
+  constexpr int64_t kFiveYears = 5LL * 365 * 24 * 3600;
+  return *secs < n && *secs >= n - kFiveYears;
+}
+
+Item ProjectForIndex(const TableSpec& spec, const GlobalSecondaryIndex& gsi, const Item& item) {
+  if (gsi.projection == ProjectionType::kAll) return item;
+  Item out = ExtractIndexKey(spec, gsi, item);
+  if (gsi.projection == ProjectionType::kInclude) {
+    for (const auto& n : gsi.non_key_attributes) {
+      if (auto it = item.find(n); it != item.end()) out.emplace(*it);
+    }
+  }
+  return out;
+}
+
+absl::Status ValidateClientRequestToken(std::string_view token) {
+  if (token.empty() || token.size() > 36) {
+    return ValidationError(fmt::format(
+        "1 validation error detected: Value '{}' at 'clientRequestToken' failed to satisfy constraint: "
+        "Member must have length less than or equal to 36 and at least 1",
+        token));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace outbox::store

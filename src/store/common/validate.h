@@ -1,0 +1,37 @@
+// Request validation shared by every Store backend, with DynamoDB's wording.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "outbox/store.h"
+
+namespace outbox::store {
+
+inline constexpr int64_t kMaxPartitionKeyBytes = 2048;
+inline constexpr int64_t kMaxSortKeyBytes = 1024;
+
+absl::Status ValidateTableName(std::string_view name);
+absl::Status ValidateTableSpec(const TableSpec& spec);
+// The item has every key attribute, with the declared type, non-empty, within length limits.
+absl::Status ValidateItemKeys(const TableSpec& spec, const Item& item);
+// `key` is exactly the table's key attributes with the right types.
+absl::Status ValidateKey(const TableSpec& spec, const Item& key);
+// Index key attributes present on the item must have the index's declared type.
+absl::Status ValidateIndexKeys(const TableSpec& spec, const Item& item);
+absl::Status ValidateItemSize(const Item& item, bool is_update);
+Item ExtractKey(const TableSpec& spec, const Item& item);
+// Keys of `item` for an index query's LastEvaluatedKey: table key + index keys.
+Item ExtractIndexKey(const TableSpec& spec, const GlobalSecondaryIndex& gsi, const Item& item);
+const GlobalSecondaryIndex* FindIndex(const TableSpec& spec, std::string_view name);
+// DynamoDB TTL: the attribute is an N of epoch seconds earlier than now and not older than 5 years.
+bool IsTtlExpired(const Value* ttl_value, absl::Time now);
+std::optional<int64_t> TtlSeconds(const Value* ttl_value);
+// An index item projected as the index says (table and index keys always kept).
+Item ProjectForIndex(const TableSpec& spec, const GlobalSecondaryIndex& gsi, const Item& item);
+absl::Status ValidateClientRequestToken(std::string_view token);
+
+}  // namespace outbox::store

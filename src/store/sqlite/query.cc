@@ -1,0 +1,197 @@
+// Query on the embedded store: key condition -> blob range on s_items (table)
+// or s_gsi (index), then Limit / 1 MB paging, filter, projection.
+#include "fmt/format.h"
+#include "store/common/validate.h"
+#include "store/sqlite/codec.h"
+#include "store/sqlite/store_impl.h"
+
+namespace outbox::sqlite_store {
+namespace {
+
+struct Range {
+  std::optional<std::string> lo, hi;
+  bool lo_inclusive = true, hi_inclusive = true;
+};
+
+Range RangeFor(const expr::KeyConditionSpec& k) {
+  using Op = expr::KeyConditionSpec::Op;
+  Range r;
+  switch (k.op) {
+    case Op::kNone: break;
+    case Op::kEq: r.lo = r.hi = KeyBlob(k.lo); break;
+    case Op::kLt: r.hi = KeyBlob(k.lo); r.hi_inclusive = false; break;
+    case Op::kLe: r.hi = KeyBlob(k.lo); break;
+    case Op::kGt: r.lo = KeyBlob(k.lo); r.lo_inclusive = false; break;
+    case Op::kGe: r.lo = KeyBlob(k.lo); break;
+    case Op::kBetween: r.lo = KeyBlob(k.lo); r.hi = KeyBlob(k.hi); break;
+    case Op::kBeginsWith: {
+      r.lo = KeyBlob(k.lo);
+      std::string succ = PrefixSuccessor(*r.lo);
+      if (!succ.empty()) {
+        r.hi = succ;
+        r.hi_inclusive = false;
+      }
+      break;
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
+  expr::Usage used;
+  auto kc = expr::Cache::Global().GetKeyCondition(req.key_condition);
+  if (!kc.ok()) return kc.status();
+  std::shared_ptr<const expr::Condition> filter;
+  if (req.filter) {
+    auto f = expr::Cache::Global().GetCondition(*req.filter, expr::Kind::kFilter);
+    if (!f.ok()) return f.status();
+    if (auto s = (*f)->Validate(req.args, &used); !s.ok()) return s;
+    filter = *std::move(f);
+  }
+  std::shared_ptr<const expr::Projection> projection;
+  if (req.projection) {
+    auto p = expr::Cache::Global().GetProjection(*req.projection);
+    if (!p.ok()) return p.status();
+    if (auto s = (*p)->Validate(req.args.names, &used); !s.ok()) return s;
+    projection = *std::move(p);
+    if (req.select && *req.select != Select::kSpecificAttributes) {
+      return ValidationError(
+          "Cannot specify the ProjectionExpression when choosing to get ALL_ATTRIBUTES, "
+          "ALL_PROJECTED_ATTRIBUTES or COUNT");
+    }
+  }
+  if (req.limit && *req.limit < 1) {
+    return ValidationError(fmt::format(
+        "1 validation error detected: Value '{}' at 'limit' failed to satisfy constraint: Member must have "
+        "value greater than or equal to 1",
+        *req.limit));
+  }
+  if (req.index && req.consistent_read) {
+    return ValidationError("Consistent reads are not supported on global secondary indexes");
+  }
+
+  QueryResult result;
+  auto s = db_->Read([&](sqlite::Conn& c) -> absl::Status {
+    auto t = LoadTable(c, req.table);
+    if (!t.ok()) return t.status();
+    const TableSpec& spec = (*t)->spec;
+    const GlobalSecondaryIndex* gsi = nullptr;
+    KeyAttribute hash = spec.hash_key;
+    std::optional<KeyAttribute> range = spec.range_key;
+    if (req.index) {
+      gsi = store::FindIndex(spec, *req.index);
+      if (!gsi) {
+        return ValidationError(fmt::format(
+            "The table does not have the specified index: {}", *req.index));
+      }
+      hash = gsi->hash_key;
+      range = gsi->range_key;
+      if (req.select == Select::kAllAttributes && gsi->projection != ProjectionType::kAll) {
+        return ValidationError("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not "
+                               "supported for global secondary index " + gsi->name +
+                               " because its projection type is not ALL");
+      }
+    }
+    auto key = (*kc)->Resolve(req.args, hash, range, &used);
+    if (!key.ok()) return key.status();
+    if (auto u = expr::CheckAllUsed(req.args, used); !u.ok()) return u;
+    if (filter) {
+      for (const auto& n : filter->TopLevelNames(req.args.names)) {
+        if (n == hash.name || (range && n == range->name)) {
+          return ValidationError(fmt::format(
+              "Filter Expression can only contain non-primary key attributes: Primary key attribute: {}", n));
+        }
+      }
+    }
+    Range r = RangeFor(*key);
+    std::string hk = KeyBlob(key->hash_value);
+
+    // Exclusive start key: must carry the table key (and index keys) and lie in this partition.
+    std::optional<std::tuple<std::string, std::string, std::string>> start;  // (rk, pk, sk) or (sk,,)
+    if (req.exclusive_start_key) {
+      const Item& esk = *req.exclusive_start_key;
+      if (auto v = store::ValidateItemKeys(spec, esk); !v.ok()) {
+        return ValidationError("The provided starting key is invalid: " + std::string(v.message()));
+      }
+      auto h = esk.find(hash.name);
+      if (h == esk.end() || !(h->second == key->hash_value)) {
+        return ValidationError("The provided starting key is invalid: The provided key element does not match "
+                               "the schema");
+      }
+      std::string rk;
+      if (range) {
+        auto rr = esk.find(range->name);
+        if (rr == esk.end()) {
+          return ValidationError("The provided starting key is invalid: The provided key element does not "
+                                 "match the schema");
+        }
+        rk = KeyBlob(rr->second);
+      }
+      start = std::make_tuple(rk, PkBlob(**t, esk), SkBlob(**t, esk));
+    }
+
+    const char* order = req.scan_forward ? "ASC" : "DESC";
+    std::string sql;
+    std::string rcol = gsi ? "g.rk" : "i.sk";
+    if (gsi) {
+      sql = "SELECT i.item FROM s_gsi g JOIN s_items i ON i.tbl = g.tbl AND i.pk = g.pk AND i.sk = g.sk "
+            "WHERE g.tbl = ?1 AND g.idx = ?2 AND g.hk = ?3";
+    } else {
+      sql = "SELECT i.item FROM s_items i WHERE i.tbl = ?1 AND ?2 = ?2 AND i.pk = ?3";
+    }
+    if (r.lo) sql += fmt::format(" AND {} {} ?4", rcol, r.lo_inclusive ? ">=" : ">");
+    if (r.hi) sql += fmt::format(" AND {} {} ?5", rcol, r.hi_inclusive ? "<=" : "<");
+    if (start) {
+      const char* cmp = req.scan_forward ? ">" : "<";
+      if (gsi) sql += fmt::format(" AND (g.rk, g.pk, g.sk) {} (?6, ?7, ?8)", cmp);
+      else sql += fmt::format(" AND i.sk {} ?8", cmp);
+    }
+    if (gsi) sql += fmt::format(" ORDER BY g.rk {0}, g.pk {0}, g.sk {0}", order);
+    else sql += fmt::format(" ORDER BY i.sk {}", order);
+    auto st = c.Prepare(sql);
+    if (!st.ok()) return st.status();
+    st->Bind(1, (*t)->id).Bind(2, gsi ? gsi->name : std::string()).BindBlob(3, hk);
+    if (r.lo) st->BindBlob(4, *r.lo);
+    if (r.hi) st->BindBlob(5, *r.hi);
+    if (start) st->BindBlob(6, std::get<0>(*start)).BindBlob(7, std::get<1>(*start)).BindBlob(8, std::get<2>(*start));
+
+    int64_t bytes = 0;
+    std::optional<Item> last;
+    bool stopped = false;
+    while (true) {
+      auto row = st->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      if (req.limit && result.scanned_count >= *req.limit) {
+        stopped = true;
+        break;
+      }
+      auto item = DecodeItem(st->ColumnText(0));
+      if (!item.ok()) return item.status();
+      ++result.scanned_count;
+      bytes += ItemSize(*item);
+      last = gsi ? store::ExtractIndexKey(spec, *gsi, *item) : store::ExtractKey(spec, *item);
+      Item visible = gsi ? store::ProjectForIndex(spec, *gsi, *item) : *std::move(item);
+      if (!filter || filter->Evaluate(visible, req.args)) {
+        ++result.count;
+        if (req.select != Select::kCount) {
+          result.items.push_back(projection ? projection->Apply(visible, req.args.names) : std::move(visible));
+        }
+      }
+      if (bytes >= kMaxQueryPageBytes) {
+        stopped = true;
+        break;
+      }
+    }
+    // DynamoDB returns LastEvaluatedKey whenever Limit stopped the read, even at the very end.
+    if (req.limit && result.scanned_count == *req.limit) stopped = true;
+    if (stopped && last) result.last_evaluated_key = std::move(last);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+}  // namespace outbox::sqlite_store

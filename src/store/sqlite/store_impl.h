@@ -1,0 +1,104 @@
+// Internal: the SqliteStore implementation class, split over several files
+// (tables + single-item writes, query, transactions, change feed + sweeper).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "expr/expr.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace outbox::sqlite_store {
+
+struct TableInfo {
+  int64_t id = 0;
+  TableSpec spec;
+  int64_t created_ms = 0;
+};
+
+// A prepared write action: the item after the change (nullopt = delete).
+struct PendingWrite {
+  std::shared_ptr<const TableInfo> table;
+  std::string pk, sk;
+  std::optional<Item> old_item;
+  std::optional<Item> new_item;
+};
+
+// Compiled, validated form of one TransactWriteItem.
+struct PreparedAction {
+  const TransactWriteItem* item = nullptr;
+  std::shared_ptr<const expr::Condition> condition;
+  std::shared_ptr<const expr::Update> update;
+};
+
+class SqliteStoreImpl final : public SqliteStore {
+ public:
+  SqliteStoreImpl(std::shared_ptr<sqlite::Database> db, Clock* clock, SqliteStoreOptions o);
+  ~SqliteStoreImpl() override;
+  absl::Status Init();
+
+  // Store
+  absl::Status CreateTable(const TableSpec& spec) override;
+  absl::StatusOr<TableDescription> DescribeTable(std::string_view table) override;
+  absl::Status DeleteTable(std::string_view table) override;
+  absl::StatusOr<std::vector<std::string>> ListTables() override;
+  absl::StatusOr<WriteResult> PutItem(const PutRequest& req) override;
+  absl::StatusOr<WriteResult> UpdateItem(const UpdateRequest& req) override;
+  absl::StatusOr<WriteResult> DeleteItem(const DeleteRequest& req) override;
+  absl::StatusOr<std::optional<Item>> GetItem(const GetRequest& req) override;
+  absl::StatusOr<QueryResult> Query(const QueryRequest& req) override;
+  absl::Status TransactWriteItems(const TransactWriteRequest& req) override;
+  absl::StatusOr<std::vector<std::optional<Item>>> TransactGetItems(
+      const std::vector<GetRequest>& gets) override;
+  ChangeFeed* change_feed() override { return this; }
+
+  // ChangeFeed
+  absl::StatusOr<std::vector<Shard>> ListShards(std::string_view table) override;
+  absl::StatusOr<ChangeBatch> Read(std::string_view table, std::string_view shard_id,
+                                   std::string_view after_sequence, int limit) override;
+  bool WaitForChanges(std::string_view table, std::string_view after_sequence,
+                      absl::Duration timeout) override;
+
+  // SqliteStore
+  absl::StatusOr<int64_t> SweepExpired() override;
+  sqlite::Database* database() override { return db_.get(); }
+  absl::Status TransactWriteInConn(sqlite::Conn& conn, const TransactWriteRequest& req) override;
+
+  // Shared helpers (used across the implementation files).
+  absl::StatusOr<std::shared_ptr<const TableInfo>> LoadTable(sqlite::Conn& c, std::string_view name);
+  absl::StatusOr<std::optional<Item>> LoadItem(sqlite::Conn& c, const TableInfo& t,
+                                               const std::string& pk, const std::string& sk);
+  // Writes the change: item row, GSI rows, change record.
+  absl::Status Apply(sqlite::Conn& c, const PendingWrite& w, bool ttl_delete = false);
+  static std::string PkBlob(const TableInfo& t, const Item& item);
+  static std::string SkBlob(const TableInfo& t, const Item& item);
+  absl::StatusOr<std::optional<Item>> GetInConn(sqlite::Conn& c, const GetRequest& req);
+
+ private:
+  absl::Status Validated(const std::optional<std::string>& condition, expr::Kind kind,
+                         const ExpressionArgs& args, expr::Usage* used,
+                         std::shared_ptr<const expr::Condition>* out);
+  absl::StatusOr<Item> ApplyUpdate(const Item& base, const expr::Update* update,
+                                   const ExpressionArgs& args, std::vector<expr::Path>* paths);
+  absl::Status TransactInConn(sqlite::Conn& c, const TransactWriteRequest& req,
+                              const std::vector<PreparedAction>& actions);
+  void SweeperLoop();
+
+  std::shared_ptr<sqlite::Database> db_;
+  Clock* clock_;
+  SqliteStoreOptions options_;
+  std::mutex tables_mu_;
+  std::map<std::string, std::shared_ptr<const TableInfo>, std::less<>> tables_;  // cache by name
+  std::thread sweeper_;
+  std::mutex sweeper_mu_;
+  std::condition_variable sweeper_cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace outbox::sqlite_store

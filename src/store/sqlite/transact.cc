@@ -1,0 +1,240 @@
+// TransactWriteItems / TransactGetItems on the embedded store.
+#include <set>
+
+#include "fmt/format.h"
+#include "outbox/ddb_json.h"
+#include "store/common/validate.h"
+#include "store/sqlite/codec.h"
+#include "store/sqlite/store_impl.h"
+#include "util/sha256.h"
+
+namespace outbox::sqlite_store {
+namespace {
+
+absl::StatusOr<std::vector<PreparedAction>> Prepare(const TransactWriteRequest& req) {
+  if (req.items.empty() || static_cast<int>(req.items.size()) > kMaxTransactItems) {
+    return ValidationError(fmt::format(
+        "1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must "
+        "have length less than or equal to {} and greater than or equal to 1 (got {})",
+        kMaxTransactItems, req.items.size()));
+  }
+  if (req.client_request_token) {
+    if (auto s = store::ValidateClientRequestToken(*req.client_request_token); !s.ok()) return s;
+  }
+  std::vector<PreparedAction> out;
+  int64_t bytes = 0;
+  for (const auto& w : req.items) {
+    PreparedAction a;
+    a.item = &w;
+    expr::Usage used;
+    if (w.kind == TransactWriteItem::Kind::kConditionCheck && !w.condition) {
+      return ValidationError("ConditionCheck: ConditionExpression is required");
+    }
+    if (w.kind == TransactWriteItem::Kind::kUpdate && !w.update) {
+      return ValidationError("Update: UpdateExpression is required");
+    }
+    if (w.condition) {
+      auto c = expr::Cache::Global().GetCondition(*w.condition, expr::Kind::kCondition);
+      if (!c.ok()) return c.status();
+      if (auto s = (*c)->Validate(w.args, &used); !s.ok()) return s;
+      a.condition = *std::move(c);
+    }
+    if (w.update) {
+      auto u = expr::Cache::Global().GetUpdate(*w.update);
+      if (!u.ok()) return u.status();
+      if (auto s = (*u)->Validate(w.args, &used); !s.ok()) return s;
+      a.update = *std::move(u);
+    }
+    if (auto s = expr::CheckAllUsed(w.args, used); !s.ok()) return s;
+    if (auto s = store::ValidateTableName(w.table); !s.ok()) return s;
+    bytes += ItemSize(w.item) + static_cast<int64_t>(w.table.size()) +
+             static_cast<int64_t>(w.condition.value_or("").size() + w.update.value_or("").size());
+    for (const auto& [k, v] : w.args.values) bytes += static_cast<int64_t>(k.size()) + ValueSize(v);
+    out.push_back(std::move(a));
+  }
+  if (bytes > kMaxTransactBytes) {
+    return ValidationError("Transaction request size exceeds the maximum of 4 MB");
+  }
+  return out;
+}
+
+std::string Digest(const TransactWriteRequest& req) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& w : req.items) {
+    nlohmann::json vals = nlohmann::json::object();
+    for (const auto& [k, v] : w.args.values) vals[k] = ddbjson::Encode(v);
+    j.push_back({static_cast<int>(w.kind), w.table, ddbjson::Encode(w.item), w.update.value_or(""),
+                 w.condition.value_or(""), w.args.names, vals, w.return_old_on_condition_failure});
+  }
+  return HexEncode(Sha256(j.dump()));
+}
+
+}  // namespace
+
+absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWriteRequest& req,
+                                             const std::vector<PreparedAction>& actions) {
+  std::vector<CancellationReason> reasons(actions.size());
+  std::vector<PendingWrite> writes;
+  std::set<std::tuple<int64_t, std::string, std::string>> seen;
+  bool failed = false, validation_failed = false;
+  // Pass 1: resolve tables and keys; duplicate items fail the whole call.
+  std::vector<std::shared_ptr<const TableInfo>> tables;
+  std::vector<std::optional<absl::Status>> key_errors(actions.size());
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const TransactWriteItem& w = *actions[i].item;
+    auto t = LoadTable(c, w.table);
+    if (!t.ok()) return t.status();
+    tables.push_back(*t);
+    const TableSpec& spec = (*t)->spec;
+    absl::Status ks = w.kind == TransactWriteItem::Kind::kPut ? store::ValidateItemKeys(spec, w.item)
+                                                               : store::ValidateKey(spec, w.item);
+    if (!ks.ok()) {
+      key_errors[i] = ks;
+      continue;
+    }
+    if (!seen.emplace((*t)->id, PkBlob(**t, w.item), SkBlob(**t, w.item)).second) {
+      return ValidationError("Transaction request cannot include multiple operations on one item");
+    }
+  }
+  // Pass 2: conditions and new images.
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (validation_failed) break;  // after the first item-level error the rest report None
+    const PreparedAction& a = actions[i];
+    const TransactWriteItem& w = *a.item;
+    const TableSpec& spec = tables[i]->spec;
+    auto validation = [&](const absl::Status& s) {
+      reasons[i].code = "ValidationError";
+      reasons[i].message = std::string(s.message());
+      failed = validation_failed = true;
+    };
+    if (key_errors[i]) {
+      validation(*key_errors[i]);
+      continue;
+    }
+    PendingWrite pw{tables[i], PkBlob(*tables[i], w.item), SkBlob(*tables[i], w.item), std::nullopt, std::nullopt};
+    auto old = LoadItem(c, *tables[i], pw.pk, pw.sk);
+    if (!old.ok()) return old.status();
+    pw.old_item = *std::move(old);
+    if (a.condition && !a.condition->Evaluate(pw.old_item ? *pw.old_item : Item(), w.args)) {
+      reasons[i].code = "ConditionalCheckFailed";
+      reasons[i].message = "The conditional request failed";
+      if (w.return_old_on_condition_failure) reasons[i].item = pw.old_item;
+      failed = true;
+      continue;
+    }
+    switch (w.kind) {
+      case TransactWriteItem::Kind::kConditionCheck: continue;
+      case TransactWriteItem::Kind::kDelete:
+        if (pw.old_item) writes.push_back(std::move(pw));
+        continue;
+      case TransactWriteItem::Kind::kPut: {
+        absl::Status v = store::ValidateIndexKeys(spec, w.item);
+        if (v.ok()) v = store::ValidateItemSize(w.item, false);
+        if (!v.ok()) {
+          validation(v);
+          continue;
+        }
+        pw.new_item = w.item;
+        break;
+      }
+      case TransactWriteItem::Kind::kUpdate: {
+        absl::Status v;
+        for (const auto& name : a.update->TopLevelNamesWritten(w.args.names)) {
+          if (name == spec.hash_key.name || (spec.range_key && name == spec.range_key->name)) {
+            v = ValidationError(fmt::format(
+                "One or more parameter values were invalid: Cannot update attribute {}. This attribute is "
+                "part of the key", name));
+          }
+        }
+        Item next = pw.old_item ? *pw.old_item : w.item;
+        if (v.ok()) v = a.update->Apply(next, w.args, nullptr);
+        if (v.ok()) v = store::ValidateIndexKeys(spec, next);
+        if (v.ok()) v = store::ValidateItemSize(next, true);
+        if (!v.ok()) {
+          validation(v);
+          continue;
+        }
+        pw.new_item = std::move(next);
+        break;
+      }
+    }
+    writes.push_back(std::move(pw));
+  }
+  if (failed) return TransactionCanceledError(reasons);
+  for (const auto& w : writes) {
+    if (auto s = Apply(c, w); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStoreImpl::TransactWriteInConn(sqlite::Conn& c, const TransactWriteRequest& req) {
+  auto actions = Prepare(req);
+  if (!actions.ok()) return actions.status();
+  return TransactInConn(c, req, *actions);
+}
+
+absl::Status SqliteStoreImpl::TransactWriteItems(const TransactWriteRequest& req) {
+  auto actions = Prepare(req);
+  if (!actions.ok()) return actions.status();
+  std::string digest = req.client_request_token ? Digest(req) : std::string();
+  int64_t now = clock_->NowMillis();
+  int64_t window = absl::ToInt64Milliseconds(options_.token_ttl);
+  return db_->Write([&](sqlite::Conn& c) -> absl::Status {
+    if (req.client_request_token) {
+      auto st = c.Prepare("SELECT digest, created_ms FROM s_tokens WHERE token = ?1");
+      if (!st.ok()) return st.status();
+      st->Bind(1, *req.client_request_token);
+      auto row = st->Step();
+      if (!row.ok()) return row.status();
+      if (*row && st->ColumnInt(1) + window > now) {
+        if (st->ColumnText(0) != digest) {
+          return DdbError(ddb_error::kIdempotentParameterMismatch,
+                          "Request has the same client request token as a previous request, but the "
+                          "request parameters differ");
+        }
+        return absl::OkStatus();  // a repeat: success, no new effect
+      }
+    }
+    if (auto s = TransactInConn(c, req, *actions); !s.ok()) return s;
+    if (req.client_request_token) {
+      auto st = c.Prepare("INSERT OR REPLACE INTO s_tokens(token, digest, created_ms) VALUES(?1, ?2, ?3)");
+      if (!st.ok()) return st.status();
+      return st->Bind(1, *req.client_request_token).Bind(2, digest).Bind(3, now).Run();
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<std::optional<Item>>> SqliteStoreImpl::TransactGetItems(
+    const std::vector<GetRequest>& gets) {
+  if (gets.empty() || static_cast<int>(gets.size()) > kMaxTransactItems) {
+    return ValidationError(fmt::format(
+        "1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must "
+        "have length less than or equal to {} and greater than or equal to 1 (got {})",
+        kMaxTransactItems, gets.size()));
+  }
+  for (const auto& g : gets) {
+    if (!g.projection) continue;
+    auto p = expr::Cache::Global().GetProjection(*g.projection);
+    if (!p.ok()) return p.status();
+    expr::Usage used;
+    if (auto s = (*p)->Validate(g.names, &used); !s.ok()) return s;
+    if (auto s = expr::CheckAllUsed(ExpressionArgs{g.names, {}}, used); !s.ok()) return s;
+  }
+  std::vector<std::optional<Item>> out;
+  auto s = db_->Read([&](sqlite::Conn& c) -> absl::Status {
+    int64_t bytes = 0;
+    for (const auto& g : gets) {
+      auto r = GetInConn(c, g);
+      if (!r.ok()) return r.status();
+      if (*r) bytes += ItemSize(**r);
+      out.push_back(*std::move(r));
+    }
+    if (bytes > kMaxTransactBytes) return ValidationError("Transaction response size exceeds the maximum of 4 MB");
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+}  // namespace outbox::sqlite_store
