@@ -136,6 +136,10 @@ TEST_F(CondTest, Between) {
   EXPECT_FALSE(Eval("version BETWEEN :s1 AND :s2"));
   V(":seven", N(7));
   EXPECT_TRUE(Eval("version BETWEEN :seven AND :seven"));
+  // BETWEEN takes the first AND; the next one is the logical AND.
+  EXPECT_TRUE(Eval("version BETWEEN :lo AND :hi AND sk BETWEEN :s1 AND :s2"));
+  EXPECT_FALSE(Eval("version BETWEEN :lo AND :hi AND version BETWEEN :s1 AND :s2"));
+  EXPECT_TRUE(Eval("NOT version BETWEEN :hi AND :hi OR version = :lo"));
 }
 
 TEST_F(CondTest, BetweenErrors) {
@@ -381,6 +385,18 @@ TEST_F(CondTest, UsageAndTopLevelNames) {
   used.values = {":unused", ":v", ":z"};
   used.names = {"#m", "#x"};
   EXPECT_TRUE(CheckAllUsed(args_, used).ok());
+}
+
+TEST_F(CondTest, DeepNesting) {
+  V(":v", N(7));
+  std::string text;
+  for (int i = 0; i < 500; ++i) text += "(";
+  text += "version = :v";
+  for (int i = 0; i < 500; ++i) text += ")";
+  EXPECT_TRUE(Eval(text));
+  std::string nots;
+  for (int i = 0; i < 300; ++i) nots += "NOT ";
+  EXPECT_TRUE(Eval(nots + "version = :v"));
 }
 
 TEST_F(CondTest, CacheReturnsSameObject) {
