@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -482,6 +483,73 @@ TEST_P(QueueConformance, LongPollReturnsEmptyAtDeadline) {
   EXPECT_TRUE(got.empty());
   EXPECT_GE(elapsed, std::chrono::milliseconds(290));
   EXPECT_LT(elapsed, std::chrono::seconds(3));
+}
+
+TEST_P(QueueConformance, LongPollSeesMessagesMadeVisibleByTheClock) {
+  if (!features().controllable_clock) GTEST_SKIP();
+  ASSERT_OK(q_->CreateQueue("s", {}));
+  SendMessageRequest m = StdMsg("later");
+  m.delay = absl::Seconds(60);
+  ASSERT_OK(q_->Send("s", m).status());
+  std::thread mover([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    clock_.Advance(absl::Seconds(60));
+  });
+  ReceiveOptions ro;
+  ro.wait_time = absl::Seconds(10);
+  auto start = std::chrono::steady_clock::now();
+  auto got = q_->Receive("s", ro);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  mover.join();
+  ASSERT_TRUE(got.ok()) << Str(got.status());
+  EXPECT_EQ(Bodies(*got), std::vector<std::string>{"later"});
+  EXPECT_LT(elapsed, std::chrono::seconds(2));
+}
+
+TEST_P(QueueConformance, ConcurrentConsumersKeepGroupOrderExactlyOnce) {
+  ASSERT_OK(q_->CreateQueue("q.fifo", Fifo()));
+  constexpr int kGroups = 5, kPerGroup = 40;
+  for (int i = 0; i < kPerGroup; ++i) {
+    std::vector<SendBatchEntry> batch;
+    for (int g = 0; g < kGroups; ++g) {
+      batch.push_back({"e" + std::to_string(g),
+                       FifoMsg(std::to_string(g) + ":" + std::to_string(i), "g" + std::to_string(g))});
+    }
+    ASSERT_EQ(Must(q_->SendBatch("q.fifo", batch)).successful.size(), static_cast<size_t>(kGroups));
+  }
+  std::mutex mu;
+  std::map<int, std::vector<int>> processed;  // group -> indexes in processing order
+  std::atomic<int> total{0};
+  std::vector<std::thread> consumers;
+  for (int t = 0; t < 4; ++t) {
+    consumers.emplace_back([&] {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (total.load() < kGroups * kPerGroup && std::chrono::steady_clock::now() < deadline) {
+        auto got = q_->Receive("q.fifo", Max(3));
+        if (!got.ok()) {
+          ADD_FAILURE() << Str(got.status());
+          return;
+        }
+        for (const auto& m : *got) {
+          size_t colon = m.body.find(':');
+          {
+            std::lock_guard<std::mutex> l(mu);
+            processed[std::stoi(m.body.substr(0, colon))].push_back(std::stoi(m.body.substr(colon + 1)));
+          }
+          // Delete before the lock is released by anyone else: the group stays blocked until then.
+          EXPECT_TRUE(q_->Delete("q.fifo", m.receipt_handle).ok());
+          total.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : consumers) t.join();
+  ASSERT_EQ(total.load(), kGroups * kPerGroup);
+  for (int g = 0; g < kGroups; ++g) {
+    std::vector<int> want(kPerGroup);
+    for (int i = 0; i < kPerGroup; ++i) want[i] = i;
+    EXPECT_EQ(processed[g], want) << "group " << g;
+  }
 }
 
 // ---- retention, standard queues, attributes -------------------------------------------
