@@ -1,5 +1,29 @@
+// The `outbox` command. Subcommands live in src/cli/*_cmd.cc and register
+// themselves (see registry.h).
+#include <CLI/CLI.hpp>
+
 #include <iostream>
+
+#include "cli/registry.h"
+
 int main(int argc, char** argv) {
-  std::cout << "outbox " << OUTBOX_VERSION << "\n";
-  return 0;
+  CLI::App app{"outbox — transactional outbox, relay and idempotent inbox on an embedded "
+               "DynamoDB-compatible store (SQLite) or DynamoDB"};
+  app.set_version_flag("--version", std::string("outbox ") + OUTBOX_VERSION);
+  app.require_subcommand(1);
+  outbox::cli::AddRegisteredCommands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return outbox::cli::kExitUsage;
+  }
+  // Subcommands run from their callbacks and leave their exit code here.
+  return outbox::cli::ExitCode();
 }
