@@ -112,6 +112,10 @@ absl::StatusOr<Stmt> Conn::Prepare(std::string_view sql) {
   return Stmt(st, this);
 }
 
+void Conn::ResetAll() {
+  for (auto& [sql, st] : stmts_) sqlite3_reset(st);
+}
+
 absl::Status Conn::Exec(std::string_view sql) {
   std::string s(sql);
   char* err = nullptr;
@@ -200,6 +204,7 @@ void Database::RunBatch(std::vector<Job*>& batch) {
     absl::Status s = c.Exec("SAVEPOINT job");
     if (s.ok()) {
       s = j->fn(c);
+      c.ResetAll();
       if (s.ok()) {
         s = c.Exec("RELEASE job");
       } else {
@@ -214,6 +219,7 @@ void Database::RunBatch(std::vector<Job*>& batch) {
     }
     c.on_commit_.clear();
   }
+  c.ResetAll();
   absl::Status commit = c.Exec("COMMIT");
   if (!commit.ok()) {
     (void)c.Exec("ROLLBACK");
@@ -249,7 +255,11 @@ absl::Status Database::Read(ReadFn fn) {
   absl::Status s = c->Exec("BEGIN");
   if (s.ok()) {
     s = fn(*c);
-    (void)c->Exec("COMMIT");
+    c->ResetAll();
+    if (absl::Status e = c->Exec("COMMIT"); !e.ok()) {
+      (void)c->Exec("ROLLBACK");
+      if (s.ok()) s = e;
+    }
   }
   std::lock_guard<std::mutex> l(pool_mu_);
   if (static_cast<int>(idle_readers_.size()) < options_.read_connections) {

@@ -68,6 +68,9 @@ class Conn {
   // Prepares (or reuses) `sql`; the statement is reset and its bindings cleared.
   absl::StatusOr<Stmt> Prepare(std::string_view sql);
   absl::Status Exec(std::string_view sql);  // one or more statements, no results
+  // Resets every cached statement (a stepped-but-unfinished statement keeps
+  // its transaction open; this is called before COMMIT).
+  void ResetAll();
   int64_t changes() const { return sqlite3_changes64(db_); }
   int64_t last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
   sqlite3* raw() { return db_; }
