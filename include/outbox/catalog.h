@@ -1,0 +1,106 @@
+// The event catalog and the subscription contract (SPEC §5).
+//
+// The catalog declares every event type with its producer. CheckContract
+// returns every violation of the contract (never stops at the first), each
+// with a stable `code` to branch on and a message naming the subscription,
+// glob, lane and what was expected. See docs/ROUTING.md.
+//
+// Thread-safety: a Catalog is a plain value; concurrent const use is safe.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "outbox/subscription.h"
+
+namespace outbox {
+
+struct EventTypeDecl {
+  std::string type;         // e.g. "com.payment_completed", "row.ORDERS.INSERT"
+  std::string producer;     // the service that emits it; required by the contract
+  std::string description;
+};
+
+class Catalog {
+ public:
+  // InvalidArgument for an empty type; AlreadyExists when declared twice.
+  absl::Status Declare(EventTypeDecl decl);
+  // nullptr when not declared.
+  const EventTypeDecl* Find(std::string_view type) const;
+  // In declaration order.
+  const std::vector<EventTypeDecl>& List() const { return types_; }
+  size_t size() const { return types_.size(); }
+
+ private:
+  std::vector<EventTypeDecl> types_;
+  std::map<std::string, size_t, std::less<>> index_;
+};
+
+// Stable violation codes.
+namespace contract_code {
+inline constexpr std::string_view kUndeclaredType = "undeclared_type";      // emitted, not declared
+inline constexpr std::string_view kMissingProducer = "missing_producer";    // declared without producer
+inline constexpr std::string_view kUnmatchedGlob = "unmatched_glob";        // glob reaches no declared type
+inline constexpr std::string_view kRowNotBestEffort = "row_not_best_effort";  // row.* on another lane
+inline constexpr std::string_view kDomainOnBestEffort = "domain_on_best_effort";  // non-row.* on BEST_EFFORT
+inline constexpr std::string_view kDuplicateName = "duplicate_name";
+inline constexpr std::string_view kInvalidPattern = "invalid_pattern";
+inline constexpr std::string_view kInvalidSubscription = "invalid_subscription";  // empty name/glob, bad options
+}  // namespace contract_code
+
+struct ContractViolation {
+  std::string code;     // one of contract_code
+  std::string message;
+  bool operator==(const ContractViolation&) const = default;
+};
+
+// Every rule of SPEC §5: every emitted type is declared; every declared type
+// has a producer; every glob matches at least one declared type (the message
+// suggests the closest declared type); every row.* subscription (glob
+// starting with "row.") is on BEST_EFFORT and no other is; names are unique;
+// patterns parse; options are sane (max_attempts >= 1, handler timeout < lease).
+std::vector<ContractViolation> CheckContract(const Catalog& catalog,
+                                             const std::vector<Subscription>& subs,
+                                             const std::vector<std::string>& emitted_types = {});
+
+// The declared types a subscription's glob reaches (its pattern is a content
+// filter and is not considered).
+std::vector<std::string> TypesReached(const Catalog& catalog, const Subscription& sub);
+
+// ---- configuration file ----------------------------------------------------------
+
+// What an outbox.toml declares: [[event_types]] and [[subscriptions]].
+// Subscriptions from TOML have an empty Handler (the daemon binds them).
+struct CatalogConfig {
+  Catalog catalog;
+  std::vector<Subscription> subscriptions;
+};
+
+// Reads and parses `path`. NotFound when unreadable; InvalidArgument for bad
+// content, the message as "<path>:<line>: <key>: <reason>", e.g.
+//   outbox.toml:12: subscriptions[2].lane: must be one of INLINE, LOCAL,
+//   DURABLE, BEST_EFFORT, got "DURABEL"
+// Other top-level tables (the daemon's settings) are ignored; unknown keys
+// inside an entry are errors. Array indexes are 0-based. Patterns are only
+// checked by CheckContract, so `catalog check` can list every problem.
+absl::StatusOr<CatalogConfig> LoadCatalogToml(std::string_view path);
+// Same from text; `source_name` stands for the file in messages.
+absl::StatusOr<CatalogConfig> ParseCatalogToml(std::string_view text,
+                                               std::string_view source_name = "outbox.toml");
+
+// ---- export ----------------------------------------------------------------------
+
+// {"event_types": [{"type","producer","description","subscriptions":[{"name","lane"}]}],
+//  "producers": {"<producer>": ["<type>", ...]},
+//  "subscriptions": [{"name","glob","lane","pattern"?,"max_attempts","types":[...]}]}
+nlohmann::json ExportCatalogJson(const Catalog& catalog, const std::vector<Subscription>& subs);
+// The same as Markdown tables.
+std::string ExportCatalogMarkdown(const Catalog& catalog, const std::vector<Subscription>& subs);
+
+}  // namespace outbox

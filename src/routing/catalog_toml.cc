@@ -1,0 +1,188 @@
+// [[event_types]] / [[subscriptions]] from TOML (toml++, header-only here so
+// outbox_routing needs no extra link dependency).
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "fmt/format.h"
+#include "outbox/catalog.h"
+#include "util/absl_compat.h"
+
+#define TOML_HEADER_ONLY 1
+#include <toml++/toml.h>
+
+namespace outbox {
+namespace {
+
+class Loader {
+ public:
+  explicit Loader(std::string_view source) : source_(source) {}
+  absl::Status Load(const toml::table& root, CatalogConfig* out);
+
+ private:
+  absl::Status Error(const toml::node& at, const std::string& key, std::string_view why) const {
+    return absl::InvalidArgumentError(
+        ToAbsl(fmt::format("{}:{}: {}: {}", source_, at.source().begin.line, key, why)));
+  }
+  absl::Status Entries(const toml::table& root, std::string_view name,
+                       std::vector<std::pair<const toml::table*, std::string>>* out) const;
+  absl::Status String(const toml::node& v, const std::string& key, std::string* out) const;
+  absl::Status Seconds(const toml::node& v, const std::string& key, absl::Duration* out) const;
+  absl::Status EventType(const toml::table& t, const std::string& where, EventTypeDecl* out) const;
+  absl::Status Sub(const toml::table& t, const std::string& where, Subscription* out) const;
+
+  std::string source_;
+};
+
+std::string_view TypeName(const toml::node& v) {
+  switch (v.type()) {
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    case toml::node_type::table: return "table";
+    case toml::node_type::array: return "array";
+    default: return "date/time";
+  }
+}
+
+absl::Status Loader::Entries(const toml::table& root, std::string_view name,
+                             std::vector<std::pair<const toml::table*, std::string>>* out) const {
+  const toml::node* n = root.get(name);
+  if (n == nullptr) return absl::OkStatus();
+  const toml::array* arr = n->as_array();
+  if (arr == nullptr) {
+    return Error(*n, std::string(name), fmt::format("must be an array of tables ([[{}]]), got {}", name, TypeName(*n)));
+  }
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const std::string where = fmt::format("{}[{}]", name, i);
+    const toml::table* t = (*arr)[i].as_table();
+    if (t == nullptr) return Error((*arr)[i], where, fmt::format("must be a table, got {}", TypeName((*arr)[i])));
+    out->emplace_back(t, where);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Loader::String(const toml::node& v, const std::string& key, std::string* out) const {
+  if (!v.is_string()) return Error(v, key, fmt::format("must be a string, got {}", TypeName(v)));
+  *out = *v.value<std::string>();
+  return absl::OkStatus();
+}
+
+absl::Status Loader::Seconds(const toml::node& v, const std::string& key, absl::Duration* out) const {
+  double s = 0;
+  if (v.is_integer()) s = static_cast<double>(*v.value<int64_t>());
+  else if (v.is_floating_point()) s = *v.value<double>();
+  else return Error(v, key, fmt::format("must be a number of seconds, got {}", TypeName(v)));
+  if (!(s > 0)) return Error(v, key, fmt::format("must be positive, got {}", s));
+  *out = absl::Milliseconds(static_cast<int64_t>(s * 1000));
+  return absl::OkStatus();
+}
+
+absl::Status Loader::EventType(const toml::table& t, const std::string& where, EventTypeDecl* out) const {
+  for (auto&& [k, v] : t) {
+    const std::string key = where + "." + std::string(k.str());
+    absl::Status s;
+    if (k.str() == "type") s = String(v, key, &out->type);
+    else if (k.str() == "producer") s = String(v, key, &out->producer);
+    else if (k.str() == "description") s = String(v, key, &out->description);
+    else s = Error(v, key, "unknown key; expected one of type, producer, description");
+    if (!s.ok()) return s;
+  }
+  if (out->type.empty()) return Error(t, where + ".type", "required (a non-empty event type)");
+  return absl::OkStatus();
+}
+
+absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscription* out) const {
+  bool has_lane = false;
+  for (auto&& [k, v] : t) {
+    const std::string key = where + "." + std::string(k.str());
+    absl::Status s;
+    if (k.str() == "name") {
+      s = String(v, key, &out->name);
+    } else if (k.str() == "glob") {
+      s = String(v, key, &out->glob);
+    } else if (k.str() == "lane") {
+      std::string lane;
+      s = String(v, key, &lane);
+      if (s.ok() && !ParseLane(lane, &out->lane)) {
+        s = Error(v, key, fmt::format("must be one of INLINE, LOCAL, DURABLE, BEST_EFFORT, got \"{}\"", lane));
+      }
+      has_lane = true;
+    } else if (k.str() == "pattern") {
+      std::string p;
+      s = String(v, key, &p);
+      out->pattern = std::move(p);
+    } else if (k.str() == "max_attempts") {
+      if (!v.is_integer()) {
+        s = Error(v, key, fmt::format("must be an integer, got {}", TypeName(v)));
+      } else if (int64_t n = *v.value<int64_t>(); n < 1 || n > 1000000) {
+        s = Error(v, key, fmt::format("must be between 1 and 1000000, got {}", n));
+      } else {
+        out->options.max_attempts = static_cast<int>(n);
+      }
+    } else if (k.str() == "lease_seconds") {
+      s = Seconds(v, key, &out->options.lease);
+    } else if (k.str() == "handler_timeout_seconds") {
+      s = Seconds(v, key, &out->options.handler_timeout);
+    } else {
+      s = Error(v, key,
+                "unknown key; expected one of name, glob, lane, pattern, max_attempts, lease_seconds, "
+                "handler_timeout_seconds");
+    }
+    if (!s.ok()) return s;
+  }
+  if (out->name.empty()) return Error(t, where + ".name", "required (a unique non-empty name)");
+  if (out->glob.empty()) return Error(t, where + ".glob", "required (an event type or glob)");
+  if (!has_lane) return Error(t, where + ".lane", "required: one of INLINE, LOCAL, DURABLE, BEST_EFFORT");
+  return absl::OkStatus();
+}
+
+absl::Status Loader::Load(const toml::table& root, CatalogConfig* out) {
+  std::vector<std::pair<const toml::table*, std::string>> types, subs;
+  if (auto s = Entries(root, "event_types", &types); !s.ok()) return s;
+  if (auto s = Entries(root, "subscriptions", &subs); !s.ok()) return s;
+  std::map<std::string, int64_t> first_line;
+  for (const auto& [t, where] : types) {
+    EventTypeDecl d;
+    if (auto s = EventType(*t, where, &d); !s.ok()) return s;
+    const int64_t line = t->source().begin.line;
+    if (auto [it, fresh] = first_line.emplace(d.type, line); !fresh) {
+      return Error(*t, where + ".type", fmt::format("\"{}\" is already declared at line {}", d.type, it->second));
+    }
+    if (auto s = out->catalog.Declare(std::move(d)); !s.ok()) return Error(*t, where, ToStd(s.message()));
+  }
+  for (const auto& [t, where] : subs) {
+    Subscription sub;
+    if (auto s = Sub(*t, where, &sub); !s.ok()) return s;
+    out->subscriptions.push_back(std::move(sub));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CatalogConfig> ParseCatalogToml(std::string_view text, std::string_view source_name) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source_name);
+  } catch (const toml::parse_error& e) {
+    return absl::InvalidArgumentError(ToAbsl(fmt::format("{}:{}: invalid TOML: {}", source_name,
+                                                         e.source().begin.line, e.description())));
+  }
+  CatalogConfig out;
+  Loader loader(source_name);
+  if (auto s = loader.Load(root, &out); !s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<CatalogConfig> LoadCatalogToml(std::string_view path) {
+  std::ifstream in{std::string(path), std::ios::binary};
+  if (!in) return absl::NotFoundError(ToAbsl(fmt::format("{}: cannot read the file", path)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseCatalogToml(ss.str(), path);
+}
+
+}  // namespace outbox
