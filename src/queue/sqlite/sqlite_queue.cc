@@ -31,7 +31,13 @@ absl::StatusOr<std::unique_ptr<Queue>> OpenSqliteQueue(std::shared_ptr<sqlite::D
   return std::unique_ptr<Queue>(std::move(*q));
 }
 
-absl::Status SqliteQueue::CreateQueue(std::string_view name, const QueueOptions& options) {
+absl::Status SqliteQueue::CreateQueue(std::string_view name, const QueueOptions& requested) {
+  // Stored with millisecond resolution; compare re-creations at that resolution.
+  QueueOptions options = requested;
+  for (absl::Duration* d : {&options.visibility_timeout, &options.retention, &options.delay,
+                            &options.receive_wait_time, &options.dedup_window}) {
+    *d = absl::Milliseconds(absl::ToInt64Milliseconds(*d));
+  }
   QRETURN_IF_ERROR(ValidateQueueName(name, options.fifo));
   QRETURN_IF_ERROR(options.Validate());
   if (options.redrive && options.redrive->dead_letter_queue == name) {
