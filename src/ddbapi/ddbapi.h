@@ -1,0 +1,119 @@
+// DynamoDB JSON 1.0 API bodies <-> the Store port, in both directions:
+//
+//   embedded side (CLI, HTTP emulator):  request JSON --Parse*--> Store call
+//                                        --*ResponseToJson--> response JSON
+//   DynamoDB side (HTTP backend):        Store request --ToJson--> request JSON
+//                                        response JSON --*FromJson--> result
+//
+// Request parsing is strict, like DynamoDB: a body must be a JSON object;
+// unknown fields, missing required fields, empty-but-present
+// ExpressionAttributeNames/Values, bad enum values and legacy
+// (non-expression) parameters are ValidationException; a field of the wrong
+// JSON type is SerializationException. Only the first problem is reported
+// (DynamoDB may list several: "2 validation errors detected: …").
+//
+// Response parsing (the *FromJson functions) is lenient: unknown fields are
+// ignored, because DynamoDB adds response fields over time.
+//
+// Errors: see ErrorToJson / ErrorFromJson. Decisions and divergences are in
+// docs/DYNAMODB-COMPATIBILITY.md.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "outbox/store.h"
+
+namespace outbox::ddbapi {
+
+using nlohmann::json;
+
+// ---- request JSON -> C++ ------------------------------------------------------
+
+absl::StatusOr<PutRequest> ParsePutItem(const json& body);
+absl::StatusOr<UpdateRequest> ParseUpdateItem(const json& body);
+absl::StatusOr<DeleteRequest> ParseDeleteItem(const json& body);
+absl::StatusOr<GetRequest> ParseGetItem(const json& body);
+absl::StatusOr<QueryRequest> ParseQuery(const json& body);
+absl::StatusOr<TransactWriteRequest> ParseTransactWriteItems(const json& body);
+absl::StatusOr<std::vector<GetRequest>> ParseTransactGetItems(const json& body);
+// AttributeDefinitions, KeySchema, GlobalSecondaryIndexes, StreamSpecification,
+// BillingMode/ProvisionedThroughput/Tags (accepted, ignored). Outbox extension:
+// an optional `TimeToLiveSpecification` {AttributeName, Enabled} sets the TTL
+// attribute at creation (the Store port fixes TTL at CreateTable).
+absl::StatusOr<TableSpec> ParseCreateTable(const json& body);
+// DescribeTable, DeleteTable, DescribeTimeToLive: {"TableName": …}.
+absl::StatusOr<std::string> ParseTableName(const json& body);
+
+// UpdateTimeToLive {TableName, TimeToLiveSpecification{AttributeName, Enabled}}.
+struct TimeToLiveUpdate {
+  std::string table;
+  std::string attribute;
+  bool enabled = false;
+  bool operator==(const TimeToLiveUpdate&) const = default;
+};
+absl::StatusOr<TimeToLiveUpdate> ParseUpdateTimeToLive(const json& body);
+
+// ---- C++ -> request JSON (what the DynamoDB backend sends) ----------------------
+
+json ToJson(const PutRequest& r);     // PutItem
+json ToJson(const UpdateRequest& r);  // UpdateItem
+json ToJson(const DeleteRequest& r);  // DeleteItem
+json ToJson(const GetRequest& r);     // GetItem
+json ToJson(const QueryRequest& r);   // Query
+json ToJson(const TransactWriteRequest& r);
+json ToTransactGetJson(const std::vector<GetRequest>& gets);
+// CreateTable, without TTL (standard DynamoDB); send UpdateTimeToLiveJson after it.
+json ToJson(const TableSpec& spec);
+json ToJson(const TimeToLiveUpdate& u);  // UpdateTimeToLive
+json TableNameJson(std::string_view table);  // DescribeTable / DeleteTable
+
+// ---- responses: C++ -> JSON (exactly like DynamoDB) -----------------------------
+
+json WriteResponseToJson(const WriteResult& r);  // PutItem/UpdateItem/DeleteItem: {} or {"Attributes":…}
+json GetItemResponseToJson(const std::optional<Item>& item);  // {} or {"Item":…}
+// {"Items":[…],"Count":n,"ScannedCount":n[,"LastEvaluatedKey":…]}; Items omitted for Select=COUNT.
+json QueryResponseToJson(const QueryResult& r, bool count_only = false);
+json TransactGetResponseToJson(const std::vector<std::optional<Item>>& items);
+// The TableDescription object (wrap it: CreateTable/DeleteTable "TableDescription",
+// DescribeTable "Table"). TTL is not part of it (DescribeTimeToLive is).
+json TableDescriptionToJson(const TableDescription& d);
+json TimeToLiveDescriptionToJson(const TableSpec& spec);  // DescribeTimeToLive
+
+// ---- responses: JSON -> C++ (what the DynamoDB backend receives) ----------------
+
+absl::StatusOr<WriteResult> WriteResponseFromJson(const json& j);
+absl::StatusOr<std::optional<Item>> GetItemResponseFromJson(const json& j);
+absl::StatusOr<QueryResult> QueryResponseFromJson(const json& j);
+absl::StatusOr<std::vector<std::optional<Item>>> TransactGetResponseFromJson(const json& j);
+// Accepts the inner object or a wrapper {"Table"|"TableDescription": …}.
+absl::StatusOr<TableDescription> TableDescriptionFromJson(const json& j);
+
+// ---- errors ----------------------------------------------------------------------
+
+// {"__type":"<namespace>#<Name>","message":"…"}; TransactionCanceledException
+// uses "Message" and adds "CancellationReasons"; ConditionalCheckFailedException
+// adds "Item" when the status carries the old item. REQUIRES: !s.ok().
+json ErrorToJson(const absl::Status& s);
+// The HTTP status DynamoDB answers with for `s` (400, 500 or 503).
+int HttpStatusFor(const absl::Status& s);
+// The reverse of ErrorToJson: the name is the text after the last '#';
+// `message` or `Message`. An unparseable body gives an error named by the
+// HTTP status (InternalServerError for 5xx, else SerializationException).
+absl::Status ErrorFromJson(int http_status, const json& body);
+
+// ---- dispatcher ------------------------------------------------------------------
+
+// The operations Execute understands, in alphabetical order.
+const std::vector<std::string>& Operations();
+
+// Runs one DynamoDB operation (e.g. "PutItem") against `store` and returns the
+// DynamoDB response body. Unknown operation: UnknownOperationException.
+absl::StatusOr<json> Execute(Store& store, std::string_view operation, const json& body);
+
+}  // namespace outbox::ddbapi

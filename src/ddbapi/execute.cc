@@ -1,0 +1,160 @@
+// The dispatcher: one DynamoDB operation, JSON in, JSON out.
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "ddbapi/ddbapi.h"
+#include "ddbapi/fields.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "outbox/errors.h"
+
+namespace outbox::ddbapi {
+namespace {
+
+using namespace internal;
+using Handler = std::function<absl::StatusOr<json>(Store&, const json&)>;
+
+absl::StatusOr<json> DoListTables(Store& store, const json& body) {
+  Fields f(body, "", "ListTables");
+  DDBAPI_RETURN_IF_ERROR(f.Init({"ExclusiveStartTableName", "Limit"}));
+  DDBAPI_ASSIGN_OR_RETURN(auto start, f.OptString("ExclusiveStartTableName"));
+  DDBAPI_ASSIGN_OR_RETURN(auto limit, f.OptInt("Limit"));
+  if (limit && (*limit < 1 || *limit > 100)) {
+    return ConstraintError(fmt::format("'{}'", *limit), "limit",
+                           *limit < 1 ? "Member must have value greater than or equal to 1"
+                                      : "Member must have value less than or equal to 100");
+  }
+  DDBAPI_ASSIGN_OR_RETURN(auto names, store.ListTables());
+  std::sort(names.begin(), names.end());
+  json out = json::array();
+  std::optional<std::string> last;
+  int64_t max = limit.value_or(100);
+  for (const auto& n : names) {
+    if (start && n <= *start) continue;
+    if (static_cast<int64_t>(out.size()) == max) {
+      last = out.back().get<std::string>();
+      break;
+    }
+    out.push_back(n);
+  }
+  json j = {{"TableNames", std::move(out)}};
+  if (last) j["LastEvaluatedTableName"] = *last;
+  return j;
+}
+
+absl::StatusOr<json> DoUpdateTimeToLive(Store& store, const json& body) {
+  DDBAPI_ASSIGN_OR_RETURN(auto u, ParseUpdateTimeToLive(body));
+  DDBAPI_ASSIGN_OR_RETURN(auto d, store.DescribeTable(u.table));
+  const auto& current = d.spec.ttl_attribute;
+  bool same = u.enabled ? (current && *current == u.attribute) : !current.has_value();
+  if (!same) {
+    if (u.enabled && current) {
+      return ValidationError(fmt::format(
+          "TimeToLive is active on a different AttributeName: current AttributeName is {}", *current));
+    }
+    return ValidationError(
+        "TimeToLive cannot be changed after CreateTable by this store; set it with CreateTable's "
+        "TimeToLiveSpecification (an outbox extension)");
+  }
+  return json{{"TimeToLiveSpecification", {{"AttributeName", u.attribute}, {"Enabled", u.enabled}}}};
+}
+
+const std::map<std::string, Handler, std::less<>>& Handlers() {
+  static const auto* h = new std::map<std::string, Handler, std::less<>>{
+      {"PutItem",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto r, ParsePutItem(b));
+         DDBAPI_ASSIGN_OR_RETURN(auto res, s.PutItem(r));
+         return WriteResponseToJson(res);
+       }},
+      {"UpdateItem",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseUpdateItem(b));
+         DDBAPI_ASSIGN_OR_RETURN(auto res, s.UpdateItem(r));
+         return WriteResponseToJson(res);
+       }},
+      {"DeleteItem",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseDeleteItem(b));
+         DDBAPI_ASSIGN_OR_RETURN(auto res, s.DeleteItem(r));
+         return WriteResponseToJson(res);
+       }},
+      {"GetItem",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseGetItem(b));
+         DDBAPI_ASSIGN_OR_RETURN(auto res, s.GetItem(r));
+         return GetItemResponseToJson(res);
+       }},
+      {"Query",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseQuery(b));
+         DDBAPI_ASSIGN_OR_RETURN(auto res, s.Query(r));
+         return QueryResponseToJson(res, r.select == Select::kCount);
+       }},
+      {"TransactWriteItems",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseTransactWriteItems(b));
+         DDBAPI_RETURN_IF_ERROR(s.TransactWriteItems(r));
+         return json::object();
+       }},
+      {"TransactGetItems",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseTransactGetItems(b));
+         DDBAPI_ASSIGN_OR_RETURN(auto res, s.TransactGetItems(r));
+         return TransactGetResponseToJson(res);
+       }},
+      {"CreateTable",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto spec, ParseCreateTable(b));
+         DDBAPI_RETURN_IF_ERROR(s.CreateTable(spec));
+         DDBAPI_ASSIGN_OR_RETURN(auto d, s.DescribeTable(spec.name));
+         return json{{"TableDescription", TableDescriptionToJson(d)}};
+       }},
+      {"DescribeTable",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto name, ParseTableName(b));
+         DDBAPI_ASSIGN_OR_RETURN(auto d, s.DescribeTable(name));
+         return json{{"Table", TableDescriptionToJson(d)}};
+       }},
+      {"DeleteTable",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto name, ParseTableName(b));
+         DDBAPI_ASSIGN_OR_RETURN(auto d, s.DescribeTable(name));
+         DDBAPI_RETURN_IF_ERROR(s.DeleteTable(name));
+         d.status = "DELETING";
+         return json{{"TableDescription", TableDescriptionToJson(d)}};
+       }},
+      {"DescribeTimeToLive",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto name, ParseTableName(b));
+         DDBAPI_ASSIGN_OR_RETURN(auto d, s.DescribeTable(name));
+         return TimeToLiveDescriptionToJson(d.spec);
+       }},
+      {"UpdateTimeToLive", DoUpdateTimeToLive},
+      {"ListTables", DoListTables},
+  };
+  return *h;
+}
+
+}  // namespace
+
+const std::vector<std::string>& Operations() {
+  static const auto* ops = [] {
+    auto* v = new std::vector<std::string>();
+    for (const auto& [name, h] : Handlers()) v->push_back(name);
+    return v;
+  }();
+  return *ops;
+}
+
+absl::StatusOr<json> Execute(Store& store, std::string_view operation, const json& body) {
+  auto it = Handlers().find(operation);
+  if (it == Handlers().end()) {
+    return DdbError(ddb_error::kUnknownOperation,
+                    fmt::format("Unknown operation: {}; supported: {}", operation, fmt::join(Operations(), ", ")));
+  }
+  return it->second(store, body);
+}
+
+}  // namespace outbox::ddbapi

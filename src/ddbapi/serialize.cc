@@ -1,0 +1,209 @@
+// Store request structs -> request JSON, and item-level responses in both directions.
+#include "ddbapi/ddbapi.h"
+#include "ddbapi/fields.h"
+#include "fmt/format.h"
+#include "outbox/ddb_json.h"
+#include "outbox/errors.h"
+
+namespace outbox::ddbapi {
+namespace {
+
+using namespace internal;
+
+void AddArgs(json& j, const ExpressionArgs& a) {
+  if (!a.names.empty()) j["ExpressionAttributeNames"] = a.names;
+  if (!a.values.empty()) j["ExpressionAttributeValues"] = ddbjson::Encode(a.values);
+}
+
+void AddReturnValues(json& j, ReturnValues rv) {
+  if (rv != ReturnValues::kNone) j["ReturnValues"] = std::string(ReturnValuesName(rv));
+}
+
+void AddReturnOnFailure(json& j, bool all_old) {
+  if (all_old) j["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD";
+}
+
+json TransactActionJson(const TransactWriteItem& w) {
+  json a = {{"TableName", w.table}};
+  const char* kind = "Put";
+  switch (w.kind) {
+    case TransactWriteItem::Kind::kPut:
+      kind = "Put";
+      a["Item"] = ddbjson::Encode(w.item);
+      break;
+    case TransactWriteItem::Kind::kUpdate:
+      kind = "Update";
+      a["Key"] = ddbjson::Encode(w.item);
+      if (w.update) a["UpdateExpression"] = *w.update;
+      break;
+    case TransactWriteItem::Kind::kDelete:
+      kind = "Delete";
+      a["Key"] = ddbjson::Encode(w.item);
+      break;
+    case TransactWriteItem::Kind::kConditionCheck:
+      kind = "ConditionCheck";
+      a["Key"] = ddbjson::Encode(w.item);
+      break;
+  }
+  if (w.condition) a["ConditionExpression"] = *w.condition;
+  AddArgs(a, w.args);
+  AddReturnOnFailure(a, w.return_old_on_condition_failure);
+  return {{kind, std::move(a)}};
+}
+
+absl::Status BadResponse(std::string_view what) {
+  return DdbError(ddb_error::kSerialization, fmt::format("Malformed DynamoDB response: {}", what));
+}
+
+absl::StatusOr<std::optional<Item>> OptItemField(const json& j, const char* name) {
+  if (!j.is_object()) return BadResponse("expected an object");
+  if (!j.contains(name)) return std::optional<Item>();
+  DDBAPI_ASSIGN_OR_RETURN(Item item, ddbjson::DecodeItem(j[name]));
+  return std::optional<Item>(std::move(item));
+}
+
+}  // namespace
+
+json ToJson(const PutRequest& r) {
+  json j = {{"TableName", r.table}, {"Item", ddbjson::Encode(r.item)}};
+  if (r.condition) j["ConditionExpression"] = *r.condition;
+  AddArgs(j, r.args);
+  AddReturnValues(j, r.return_values);
+  AddReturnOnFailure(j, r.return_old_on_condition_failure);
+  return j;
+}
+
+json ToJson(const UpdateRequest& r) {
+  json j = {{"TableName", r.table}, {"Key", ddbjson::Encode(r.key)}};
+  if (r.update) j["UpdateExpression"] = *r.update;
+  if (r.condition) j["ConditionExpression"] = *r.condition;
+  AddArgs(j, r.args);
+  AddReturnValues(j, r.return_values);
+  AddReturnOnFailure(j, r.return_old_on_condition_failure);
+  return j;
+}
+
+json ToJson(const DeleteRequest& r) {
+  json j = {{"TableName", r.table}, {"Key", ddbjson::Encode(r.key)}};
+  if (r.condition) j["ConditionExpression"] = *r.condition;
+  AddArgs(j, r.args);
+  AddReturnValues(j, r.return_values);
+  AddReturnOnFailure(j, r.return_old_on_condition_failure);
+  return j;
+}
+
+json ToJson(const GetRequest& r) {
+  json j = {{"TableName", r.table}, {"Key", ddbjson::Encode(r.key)}};
+  if (r.projection) j["ProjectionExpression"] = *r.projection;
+  if (!r.names.empty()) j["ExpressionAttributeNames"] = r.names;
+  if (r.consistent_read) j["ConsistentRead"] = true;
+  return j;
+}
+
+json ToJson(const QueryRequest& r) {
+  json j = {{"TableName", r.table}, {"KeyConditionExpression", r.key_condition}};
+  if (r.index) j["IndexName"] = *r.index;
+  if (r.filter) j["FilterExpression"] = *r.filter;
+  if (r.projection) j["ProjectionExpression"] = *r.projection;
+  AddArgs(j, r.args);
+  if (!r.scan_forward) j["ScanIndexForward"] = false;
+  if (r.limit) j["Limit"] = *r.limit;
+  if (r.exclusive_start_key) j["ExclusiveStartKey"] = ddbjson::Encode(*r.exclusive_start_key);
+  if (r.select) j["Select"] = std::string(SelectName(*r.select));
+  if (r.consistent_read) j["ConsistentRead"] = true;
+  return j;
+}
+
+json ToJson(const TransactWriteRequest& r) {
+  json items = json::array();
+  for (const auto& w : r.items) items.push_back(TransactActionJson(w));
+  json j = {{"TransactItems", std::move(items)}};
+  if (r.client_request_token) j["ClientRequestToken"] = *r.client_request_token;
+  return j;
+}
+
+json ToTransactGetJson(const std::vector<GetRequest>& gets) {
+  json items = json::array();
+  for (const auto& g : gets) {
+    json a = {{"TableName", g.table}, {"Key", ddbjson::Encode(g.key)}};
+    if (g.projection) a["ProjectionExpression"] = *g.projection;
+    if (!g.names.empty()) a["ExpressionAttributeNames"] = g.names;
+    items.push_back({{"Get", std::move(a)}});
+  }
+  return {{"TransactItems", std::move(items)}};
+}
+
+// ---- responses ---------------------------------------------------------------------
+
+json WriteResponseToJson(const WriteResult& r) {
+  json j = json::object();
+  if (r.attributes) j["Attributes"] = ddbjson::Encode(*r.attributes);
+  return j;
+}
+
+json GetItemResponseToJson(const std::optional<Item>& item) {
+  json j = json::object();
+  if (item) j["Item"] = ddbjson::Encode(*item);
+  return j;
+}
+
+json QueryResponseToJson(const QueryResult& r, bool count_only) {
+  json j = json::object();
+  if (!count_only) {
+    json items = json::array();
+    for (const auto& it : r.items) items.push_back(ddbjson::Encode(it));
+    j["Items"] = std::move(items);
+  }
+  j["Count"] = r.count;
+  j["ScannedCount"] = r.scanned_count;
+  if (r.last_evaluated_key) j["LastEvaluatedKey"] = ddbjson::Encode(*r.last_evaluated_key);
+  return j;
+}
+
+json TransactGetResponseToJson(const std::vector<std::optional<Item>>& items) {
+  json responses = json::array();
+  for (const auto& it : items) responses.push_back(GetItemResponseToJson(it));
+  return {{"Responses", std::move(responses)}};
+}
+
+absl::StatusOr<WriteResult> WriteResponseFromJson(const json& j) {
+  WriteResult r;
+  DDBAPI_ASSIGN_OR_RETURN(r.attributes, OptItemField(j, "Attributes"));
+  return r;
+}
+
+absl::StatusOr<std::optional<Item>> GetItemResponseFromJson(const json& j) { return OptItemField(j, "Item"); }
+
+absl::StatusOr<QueryResult> QueryResponseFromJson(const json& j) {
+  if (!j.is_object()) return BadResponse("expected an object");
+  QueryResult r;
+  if (j.contains("Items")) {
+    if (!j["Items"].is_array()) return BadResponse("Items");
+    for (const auto& it : j["Items"]) {
+      DDBAPI_ASSIGN_OR_RETURN(Item item, ddbjson::DecodeItem(it));
+      r.items.push_back(std::move(item));
+    }
+  }
+  if (!j.contains("Count") || !j["Count"].is_number_integer()) return BadResponse("Count");
+  r.count = j["Count"].get<int64_t>();
+  if (j.contains("ScannedCount")) {
+    if (!j["ScannedCount"].is_number_integer()) return BadResponse("ScannedCount");
+    r.scanned_count = j["ScannedCount"].get<int64_t>();
+  } else {
+    r.scanned_count = r.count;
+  }
+  DDBAPI_ASSIGN_OR_RETURN(r.last_evaluated_key, OptItemField(j, "LastEvaluatedKey"));
+  return r;
+}
+
+absl::StatusOr<std::vector<std::optional<Item>>> TransactGetResponseFromJson(const json& j) {
+  if (!j.is_object() || !j.contains("Responses") || !j["Responses"].is_array()) return BadResponse("Responses");
+  std::vector<std::optional<Item>> out;
+  for (const auto& r : j["Responses"]) {
+    DDBAPI_ASSIGN_OR_RETURN(auto item, OptItemField(r, "Item"));
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+}  // namespace outbox::ddbapi

@@ -1,0 +1,436 @@
+// CreateTable / DescribeTable / TTL bodies <-> TableSpec, TableDescription.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "ddbapi/ddbapi.h"
+#include "ddbapi/fields.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "outbox/errors.h"
+
+namespace outbox::ddbapi {
+namespace {
+
+using namespace internal;
+
+const std::vector<std::string_view> kKeyTypeEnum = {"HASH", "RANGE"};
+const std::vector<std::string_view> kScalarTypeEnum = {"B", "N", "S"};
+const std::vector<std::string_view> kProjectionTypeEnum = {"ALL", "KEYS_ONLY", "INCLUDE"};
+const std::vector<std::string_view> kStreamViewTypeEnum = {"NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES",
+                                                           "KEYS_ONLY"};
+const std::vector<std::string_view> kBillingModeEnum = {"PROVISIONED", "PAY_PER_REQUEST"};
+
+struct KeyElement {
+  std::string name;
+  bool range = false;
+};
+
+absl::StatusOr<std::vector<KeyElement>> ParseKeySchema(const Fields& f) {
+  DDBAPI_ASSIGN_OR_RETURN(const json* arr, f.ReqArray("KeySchema"));
+  const std::string member = f.Member("KeySchema");
+  if (arr->empty()) return ConstraintError("'[]'", member, "Member must have length greater than or equal to 1");
+  if (arr->size() > 2) {
+    return ConstraintError(fmt::format("'[{} items]'", arr->size()), member,
+                           "Member must have length less than or equal to 2");
+  }
+  std::vector<KeyElement> out;
+  for (size_t i = 0; i < arr->size(); ++i) {
+    Fields e((*arr)[i], fmt::format("{}.{}.member", member, i + 1), "CreateTable");
+    DDBAPI_RETURN_IF_ERROR(e.Init({"AttributeName", "KeyType"}));
+    KeyElement k;
+    DDBAPI_ASSIGN_OR_RETURN(k.name, e.ReqString("AttributeName"));
+    DDBAPI_ASSIGN_OR_RETURN(auto type, e.OptEnum("KeyType", kKeyTypeEnum));
+    if (!type) return e.Missing("KeyType");
+    k.range = *type == "RANGE";
+    out.push_back(std::move(k));
+  }
+  if (out[0].range) return ValidationError("Invalid KeySchema: The first KeySchemaElement is not a HASH key type");
+  if (out.size() == 2 && !out[1].range) {
+    return ValidationError("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type");
+  }
+  if (out.size() == 2 && out[0].name == out[1].name) {
+    return ValidationError("Both the Hash Key and the Range Key element in the KeySchema have the same name");
+  }
+  return out;
+}
+
+absl::StatusOr<KeyAttribute> Resolve(const std::map<std::string, Type>& defs, const std::string& name,
+                                     std::set<std::string>* used) {
+  auto it = defs.find(name);
+  if (it == defs.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, t] : defs) names.push_back(n);
+    return ValidationError(fmt::format(
+        "One or more parameter values were invalid: Some index key attributes are not defined in "
+        "AttributeDefinitions. Keys: [{}], AttributeDefinitions: [{}]",
+        name, fmt::join(names, ", ")));
+  }
+  used->insert(name);
+  return KeyAttribute{name, it->second};
+}
+
+absl::StatusOr<GlobalSecondaryIndex> ParseGsi(const json& j, const std::string& path,
+                                              const std::map<std::string, Type>& defs,
+                                              std::set<std::string>* used) {
+  Fields f(j, path, "CreateTable");
+  DDBAPI_RETURN_IF_ERROR(f.Init({"IndexName", "KeySchema", "Projection", "ProvisionedThroughput",
+                                 "OnDemandThroughput"}));
+  GlobalSecondaryIndex g;
+  DDBAPI_ASSIGN_OR_RETURN(g.name, f.TableName("IndexName"));
+  DDBAPI_ASSIGN_OR_RETURN(auto keys, ParseKeySchema(f));
+  DDBAPI_ASSIGN_OR_RETURN(g.hash_key, Resolve(defs, keys[0].name, used));
+  if (keys.size() == 2) {
+    DDBAPI_ASSIGN_OR_RETURN(auto rk, Resolve(defs, keys[1].name, used));
+    g.range_key = rk;
+  }
+  if (!f.Has("Projection")) return f.Missing("Projection");
+  Fields p(f.At("Projection"), f.Member("Projection"), "CreateTable");
+  DDBAPI_RETURN_IF_ERROR(p.Init({"ProjectionType", "NonKeyAttributes"}));
+  DDBAPI_ASSIGN_OR_RETURN(auto type, p.OptEnum("ProjectionType", kProjectionTypeEnum));
+  DDBAPI_ASSIGN_OR_RETURN(const json* nka, p.OptArray("NonKeyAttributes"));
+  std::string t = type.value_or("ALL");  // DynamoDB's default when absent is... required in practice
+  g.projection = t == "KEYS_ONLY" ? ProjectionType::kKeysOnly
+                 : t == "INCLUDE" ? ProjectionType::kInclude
+                                  : ProjectionType::kAll;
+  if (nka) {
+    if (g.projection != ProjectionType::kInclude) {
+      return ValidationError("One or more parameter values were invalid: ProjectionType is " + t +
+                             ", but NonKeyAttributes is specified");
+    }
+    for (const auto& a : *nka) {
+      if (!a.is_string()) return SerializationError("CreateTable: NonKeyAttributes must be strings");
+      g.non_key_attributes.push_back(a.get<std::string>());
+    }
+  } else if (g.projection == ProjectionType::kInclude) {
+    return ValidationError(
+        "One or more parameter values were invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not specified");
+  }
+  return g;
+}
+
+absl::Status CheckObject(const Fields& f, std::string_view name) {
+  if (f.Has(name) && !f.At(name).is_object()) {
+    return SerializationError(fmt::format("CreateTable: expected a JSON object for '{}'", f.Member(name)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
+  Fields f(body, "", "CreateTable");
+  DDBAPI_RETURN_IF_ERROR(f.Init({"TableName", "AttributeDefinitions", "KeySchema", "GlobalSecondaryIndexes",
+                                 "LocalSecondaryIndexes", "StreamSpecification", "BillingMode",
+                                 "ProvisionedThroughput", "Tags", "TableClass", "DeletionProtectionEnabled",
+                                 "SSESpecification", "TimeToLiveSpecification"}));
+  TableSpec spec;
+  DDBAPI_ASSIGN_OR_RETURN(spec.name, f.TableName());
+  if (f.Has("LocalSecondaryIndexes")) {
+    return ValidationError("LocalSecondaryIndexes are not supported by this store");
+  }
+  DDBAPI_ASSIGN_OR_RETURN(auto billing, f.OptEnum("BillingMode", kBillingModeEnum));
+  (void)billing;
+  DDBAPI_RETURN_IF_ERROR(CheckObject(f, "ProvisionedThroughput"));
+  DDBAPI_RETURN_IF_ERROR(CheckObject(f, "SSESpecification"));
+  DDBAPI_ASSIGN_OR_RETURN(auto tags, f.OptArray("Tags"));
+  (void)tags;
+  DDBAPI_ASSIGN_OR_RETURN(auto table_class, f.OptString("TableClass"));
+  (void)table_class;
+  DDBAPI_ASSIGN_OR_RETURN(auto deletion_protection, f.OptBool("DeletionProtectionEnabled"));
+  (void)deletion_protection;
+
+  // AttributeDefinitions
+  DDBAPI_ASSIGN_OR_RETURN(const json* defs_arr, f.ReqArray("AttributeDefinitions"));
+  std::map<std::string, Type> defs;
+  for (size_t i = 0; i < defs_arr->size(); ++i) {
+    Fields d((*defs_arr)[i], fmt::format("{}.{}.member", f.Member("AttributeDefinitions"), i + 1), "CreateTable");
+    DDBAPI_RETURN_IF_ERROR(d.Init({"AttributeName", "AttributeType"}));
+    DDBAPI_ASSIGN_OR_RETURN(auto name, d.ReqString("AttributeName"));
+    DDBAPI_ASSIGN_OR_RETURN(auto type, d.OptEnum("AttributeType", kScalarTypeEnum));
+    if (!type) return d.Missing("AttributeType");
+    Type t = Type::S;
+    ParseTypeName(*type, &t);
+    if (!defs.emplace(name, t).second) {
+      return ValidationError(
+          "Cannot have two attributes with the same name, attribute name: " + name);
+    }
+  }
+  std::set<std::string> used;
+  DDBAPI_ASSIGN_OR_RETURN(auto keys, ParseKeySchema(f));
+  DDBAPI_ASSIGN_OR_RETURN(spec.hash_key, Resolve(defs, keys[0].name, &used));
+  if (keys.size() == 2) {
+    DDBAPI_ASSIGN_OR_RETURN(auto rk, Resolve(defs, keys[1].name, &used));
+    spec.range_key = rk;
+  }
+  DDBAPI_ASSIGN_OR_RETURN(const json* gsis, f.OptArray("GlobalSecondaryIndexes"));
+  if (gsis) {
+    if (gsis->empty()) {
+      return ValidationError("One or more parameter values were invalid: List of GlobalSecondaryIndexes is empty");
+    }
+    std::set<std::string> index_names;
+    for (size_t i = 0; i < gsis->size(); ++i) {
+      DDBAPI_ASSIGN_OR_RETURN(
+          auto g, ParseGsi((*gsis)[i], fmt::format("{}.{}.member", f.Member("GlobalSecondaryIndexes"), i + 1), defs,
+                           &used));
+      if (!index_names.insert(g.name).second) {
+        return ValidationError("One or more parameter values were invalid: Duplicate index name: " + g.name);
+      }
+      spec.global_secondary_indexes.push_back(std::move(g));
+    }
+  }
+  if (used.size() != defs.size()) {
+    return ValidationError(
+        "One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match "
+        "number of attributes defined in AttributeDefinitions");
+  }
+  if (f.Has("StreamSpecification")) {
+    Fields s(f.At("StreamSpecification"), f.Member("StreamSpecification"), "CreateTable");
+    DDBAPI_RETURN_IF_ERROR(s.Init({"StreamEnabled", "StreamViewType"}));
+    DDBAPI_ASSIGN_OR_RETURN(auto enabled, s.OptBool("StreamEnabled"));
+    if (!enabled) return s.Missing("StreamEnabled");
+    DDBAPI_ASSIGN_OR_RETURN(auto view, s.OptEnum("StreamViewType", kStreamViewTypeEnum));
+    if (*enabled && !view) {
+      return ValidationError(
+          "One or more parameter values were invalid: You must specify a StreamViewType when StreamEnabled is "
+          "set to true");
+    }
+    if (!*enabled && view) {
+      return ValidationError(
+          "One or more parameter values were invalid: You cannot specify a StreamViewType when StreamEnabled "
+          "is set to false");
+    }
+    spec.stream_enabled = *enabled;
+    if (view) {
+      spec.stream_view_type = *view == "KEYS_ONLY"   ? StreamViewType::kKeysOnly
+                              : *view == "NEW_IMAGE" ? StreamViewType::kNewImage
+                              : *view == "OLD_IMAGE" ? StreamViewType::kOldImage
+                                                     : StreamViewType::kNewAndOldImages;
+    }
+  }
+  if (f.Has("TimeToLiveSpecification")) {  // outbox extension, see ddbapi.h
+    Fields t(f.At("TimeToLiveSpecification"), f.Member("TimeToLiveSpecification"), "CreateTable");
+    DDBAPI_RETURN_IF_ERROR(t.Init({"AttributeName", "Enabled"}));
+    DDBAPI_ASSIGN_OR_RETURN(auto attr, t.ReqString("AttributeName"));
+    DDBAPI_ASSIGN_OR_RETURN(auto enabled, t.OptBool("Enabled"));
+    if (!enabled) return t.Missing("Enabled");
+    if (attr.empty()) {
+      return ConstraintError("''", t.Member("AttributeName"), "Member must have length greater than or equal to 1");
+    }
+    if (*enabled) spec.ttl_attribute = attr;
+  }
+  return spec;
+}
+
+namespace {
+
+json KeySchemaJson(const KeyAttribute& hash, const std::optional<KeyAttribute>& range) {
+  json ks = json::array();
+  ks.push_back({{"AttributeName", hash.name}, {"KeyType", "HASH"}});
+  if (range) ks.push_back({{"AttributeName", range->name}, {"KeyType", "RANGE"}});
+  return ks;
+}
+
+json AttributeDefinitionsJson(const TableSpec& spec) {
+  json defs = json::array();
+  std::set<std::string> seen;
+  auto add = [&](const KeyAttribute& k) {
+    if (seen.insert(k.name).second) {
+      defs.push_back({{"AttributeName", k.name}, {"AttributeType", std::string(TypeName(k.type))}});
+    }
+  };
+  add(spec.hash_key);
+  if (spec.range_key) add(*spec.range_key);
+  for (const auto& g : spec.global_secondary_indexes) {
+    add(g.hash_key);
+    if (g.range_key) add(*g.range_key);
+  }
+  return defs;
+}
+
+json ProjectionJson(const GlobalSecondaryIndex& g) {
+  json p = {{"ProjectionType", std::string(ProjectionTypeName(g.projection))}};
+  if (g.projection == ProjectionType::kInclude) p["NonKeyAttributes"] = g.non_key_attributes;
+  return p;
+}
+
+json StreamSpecJson(const TableSpec& spec) {
+  json s = {{"StreamEnabled", spec.stream_enabled}};
+  if (spec.stream_enabled) s["StreamViewType"] = std::string(StreamViewTypeName(spec.stream_view_type));
+  return s;
+}
+
+std::string TableArn(const std::string& table) {
+  return fmt::format("arn:aws:dynamodb:local:000000000000:table/{}", table);
+}
+
+}  // namespace
+
+json ToJson(const TableSpec& spec) {
+  json j = {{"TableName", spec.name},
+            {"AttributeDefinitions", AttributeDefinitionsJson(spec)},
+            {"KeySchema", KeySchemaJson(spec.hash_key, spec.range_key)},
+            {"BillingMode", "PAY_PER_REQUEST"}};
+  if (!spec.global_secondary_indexes.empty()) {
+    json gsis = json::array();
+    for (const auto& g : spec.global_secondary_indexes) {
+      gsis.push_back({{"IndexName", g.name},
+                      {"KeySchema", KeySchemaJson(g.hash_key, g.range_key)},
+                      {"Projection", ProjectionJson(g)}});
+    }
+    j["GlobalSecondaryIndexes"] = std::move(gsis);
+  }
+  if (spec.stream_enabled) j["StreamSpecification"] = StreamSpecJson(spec);
+  return j;
+}
+
+json ToJson(const TimeToLiveUpdate& u) {
+  return {{"TableName", u.table},
+          {"TimeToLiveSpecification", {{"AttributeName", u.attribute}, {"Enabled", u.enabled}}}};
+}
+
+json TableNameJson(std::string_view table) { return {{"TableName", std::string(table)}}; }
+
+json TableDescriptionToJson(const TableDescription& d) {
+  const TableSpec& spec = d.spec;
+  json j = {{"TableName", spec.name},
+            {"TableArn", TableArn(spec.name)},
+            {"TableStatus", d.status},
+            {"CreationDateTime", static_cast<double>(d.creation_time_ms) / 1000.0},
+            {"ItemCount", d.item_count},
+            {"KeySchema", KeySchemaJson(spec.hash_key, spec.range_key)},
+            {"AttributeDefinitions", AttributeDefinitionsJson(spec)},
+            {"BillingModeSummary", {{"BillingMode", "PAY_PER_REQUEST"}}},
+            {"ProvisionedThroughput",
+             {{"NumberOfDecreasesToday", 0}, {"ReadCapacityUnits", 0}, {"WriteCapacityUnits", 0}}}};
+  if (!spec.global_secondary_indexes.empty()) {
+    json gsis = json::array();
+    for (const auto& g : spec.global_secondary_indexes) {
+      gsis.push_back({{"IndexName", g.name},
+                      {"IndexArn", TableArn(spec.name) + "/index/" + g.name},
+                      {"IndexStatus", "ACTIVE"},
+                      {"KeySchema", KeySchemaJson(g.hash_key, g.range_key)},
+                      {"Projection", ProjectionJson(g)}});
+    }
+    j["GlobalSecondaryIndexes"] = std::move(gsis);
+  }
+  if (spec.stream_enabled) {
+    j["StreamSpecification"] = StreamSpecJson(spec);
+    if (!d.stream_arn.empty()) {
+      j["LatestStreamArn"] = d.stream_arn;
+      auto pos = d.stream_arn.rfind("/stream/");
+      if (pos != std::string::npos) j["LatestStreamLabel"] = d.stream_arn.substr(pos + 8);
+    }
+  }
+  return j;
+}
+
+json TimeToLiveDescriptionToJson(const TableSpec& spec) {
+  json d = {{"TimeToLiveStatus", spec.ttl_attribute ? "ENABLED" : "DISABLED"}};
+  if (spec.ttl_attribute) d["AttributeName"] = *spec.ttl_attribute;
+  return {{"TimeToLiveDescription", std::move(d)}};
+}
+
+namespace {
+
+absl::Status BadResponse(std::string_view what) {
+  return DdbError(ddb_error::kSerialization, fmt::format("Malformed DynamoDB response: {}", what));
+}
+
+absl::StatusOr<std::vector<KeyElement>> KeySchemaFromJson(const json& ks) {
+  if (!ks.is_array() || ks.empty() || ks.size() > 2) return BadResponse("KeySchema");
+  std::vector<KeyElement> out;
+  for (const auto& e : ks) {
+    if (!e.is_object() || !e.contains("AttributeName") || !e["AttributeName"].is_string() ||
+        !e.contains("KeyType") || !e["KeyType"].is_string()) {
+      return BadResponse("KeySchema element");
+    }
+    out.push_back({e["AttributeName"].get<std::string>(), e["KeyType"].get<std::string>() == "RANGE"});
+  }
+  return out;
+}
+
+absl::Status ResolveKeys(const json& ks, const std::map<std::string, Type>& defs, KeyAttribute* hash,
+                         std::optional<KeyAttribute>* range) {
+  DDBAPI_ASSIGN_OR_RETURN(auto keys, KeySchemaFromJson(ks));
+  for (const auto& k : keys) {
+    auto it = defs.find(k.name);
+    if (it == defs.end()) return BadResponse("key attribute missing from AttributeDefinitions");
+    if (k.range) {
+      *range = KeyAttribute{k.name, it->second};
+    } else {
+      *hash = KeyAttribute{k.name, it->second};
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TableDescription> TableDescriptionFromJson(const json& in) {
+  const json* jp = &in;
+  if (in.is_object() && in.contains("Table")) jp = &in["Table"];
+  if (in.is_object() && in.contains("TableDescription")) jp = &in["TableDescription"];
+  const json& j = *jp;
+  if (!j.is_object() || !j.contains("TableName") || !j["TableName"].is_string()) return BadResponse("TableName");
+  TableDescription d;
+  d.spec.name = j["TableName"].get<std::string>();
+  if (j.contains("TableStatus") && j["TableStatus"].is_string()) d.status = j["TableStatus"].get<std::string>();
+  if (j.contains("ItemCount") && j["ItemCount"].is_number()) d.item_count = j["ItemCount"].get<int64_t>();
+  if (j.contains("CreationDateTime") && j["CreationDateTime"].is_number()) {
+    d.creation_time_ms = static_cast<int64_t>(std::llround(j["CreationDateTime"].get<double>() * 1000.0));
+  }
+  std::map<std::string, Type> defs;
+  if (j.contains("AttributeDefinitions") && j["AttributeDefinitions"].is_array()) {
+    for (const auto& a : j["AttributeDefinitions"]) {
+      if (!a.is_object() || !a.contains("AttributeName") || !a.contains("AttributeType") ||
+          !a["AttributeName"].is_string() || !a["AttributeType"].is_string()) {
+        return BadResponse("AttributeDefinitions");
+      }
+      Type t;
+      if (!ParseTypeName(a["AttributeType"].get<std::string>(), &t)) return BadResponse("AttributeType");
+      defs[a["AttributeName"].get<std::string>()] = t;
+    }
+  }
+  if (!j.contains("KeySchema")) return BadResponse("KeySchema");
+  DDBAPI_RETURN_IF_ERROR(ResolveKeys(j["KeySchema"], defs, &d.spec.hash_key, &d.spec.range_key));
+  if (j.contains("GlobalSecondaryIndexes") && j["GlobalSecondaryIndexes"].is_array()) {
+    for (const auto& gj : j["GlobalSecondaryIndexes"]) {
+      if (!gj.is_object() || !gj.contains("IndexName") || !gj["IndexName"].is_string() || !gj.contains("KeySchema")) {
+        return BadResponse("GlobalSecondaryIndexes");
+      }
+      GlobalSecondaryIndex g;
+      g.name = gj["IndexName"].get<std::string>();
+      DDBAPI_RETURN_IF_ERROR(ResolveKeys(gj["KeySchema"], defs, &g.hash_key, &g.range_key));
+      if (gj.contains("Projection") && gj["Projection"].is_object()) {
+        const json& p = gj["Projection"];
+        std::string t = p.value("ProjectionType", "ALL");
+        g.projection = t == "KEYS_ONLY" ? ProjectionType::kKeysOnly
+                       : t == "INCLUDE" ? ProjectionType::kInclude
+                                        : ProjectionType::kAll;
+        if (p.contains("NonKeyAttributes") && p["NonKeyAttributes"].is_array()) {
+          for (const auto& a : p["NonKeyAttributes"]) {
+            if (a.is_string()) g.non_key_attributes.push_back(a.get<std::string>());
+          }
+        }
+      }
+      d.spec.global_secondary_indexes.push_back(std::move(g));
+    }
+  }
+  if (j.contains("StreamSpecification") && j["StreamSpecification"].is_object()) {
+    const json& s = j["StreamSpecification"];
+    d.spec.stream_enabled = s.value("StreamEnabled", false);
+    std::string v = s.value("StreamViewType", "NEW_AND_OLD_IMAGES");
+    d.spec.stream_view_type = v == "KEYS_ONLY"   ? StreamViewType::kKeysOnly
+                              : v == "NEW_IMAGE" ? StreamViewType::kNewImage
+                              : v == "OLD_IMAGE" ? StreamViewType::kOldImage
+                                                 : StreamViewType::kNewAndOldImages;
+  }
+  if (d.spec.stream_enabled && j.contains("LatestStreamArn") && j["LatestStreamArn"].is_string()) {
+    d.stream_arn = j["LatestStreamArn"].get<std::string>();
+  }
+  return d;
+}
+
+}  // namespace outbox::ddbapi
