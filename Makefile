@@ -29,8 +29,11 @@ test-asan: bootstrap
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1800
 
+# Every benchmark binary; JSON results in $(BUILD)/bench-<name>.json.
 bench: build
-	$(BUILD)/bench/outbox_bench --benchmark_format=json --benchmark_out=$(BUILD)/bench.json --benchmark_out_format=json
+	@for b in $(BUILD)/bench/bench_*; do \
+	  echo "== $$b"; $$b --benchmark_out=$(BUILD)/$$(basename $$b).json --benchmark_out_format=json || exit 1; \
+	done
 
 FUZZ_SECONDS ?= 30
 fuzz: bootstrap
