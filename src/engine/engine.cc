@@ -1,0 +1,112 @@
+// Engine: options, opening, tables and subscriptions. Emit is in emit.cc,
+// reading and verifying the log in verify.cc.
+#include "fmt/format.h"
+#include "engine/engine_impl.h"
+#include "spdlog/spdlog.h"
+
+namespace outbox {
+
+absl::Status EngineOptions::Validate() const {
+  for (const auto* t : {&events_table, &inbox_table, &dead_letters_table, &relay_state_table}) {
+    if (t->size() < 3 || t->size() > 255) {
+      return absl::InvalidArgumentError(fmt::format("engine options: table name '{}' must be 3–255 characters", *t));
+    }
+  }
+  if (max_emit_retries < 0 || max_emit_retries > 1000) {
+    return absl::InvalidArgumentError("engine options: max_emit_retries must be in [0, 1000]");
+  }
+  if (retry_base < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("engine options: retry_base must not be negative");
+  }
+  if (local_threads < 1 || local_threads > 256) {
+    return absl::InvalidArgumentError("engine options: local_threads must be in [1, 256]");
+  }
+  if (max_combined_emits < 1) {
+    return absl::InvalidArgumentError("engine options: max_combined_emits must be ≥ 1");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTenant(std::string_view tenant) {
+  if (tenant.empty() || tenant.size() > 128) {
+    return absl::InvalidArgumentError(
+        fmt::format("tenant: must be 1–128 characters (got {})", tenant.size()));
+  }
+  for (char c : tenant) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '.' || c == ':' || c == '-';
+    if (!ok) return absl::InvalidArgumentError("tenant: allowed characters are [A-Za-z0-9_.:-]");
+  }
+  return absl::OkStatus();
+}
+
+std::string_view ChainBreakName(ChainBreak b) {
+  switch (b) {
+    case ChainBreak::kNone: return "none";
+    case ChainBreak::kGap: return "gap";
+    case ChainBreak::kEdited: return "edited";
+    case ChainBreak::kReordered: return "reordered";
+    case ChainBreak::kHeadMismatch: return "head_mismatch";
+  }
+  return "none";
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(Store* store, EngineOptions options) {
+  if (store == nullptr) return absl::InvalidArgumentError("engine: store is null");
+  if (auto s = options.Validate(); !s.ok()) return s;
+  return std::unique_ptr<Engine>(new engine_internal::EngineImpl(store, std::move(options)));
+}
+
+namespace engine_internal {
+
+EngineImpl::EngineImpl(Store* store, EngineOptions options)
+    : store_(store),
+      options_(std::move(options)),
+      clock_(options_.clock ? options_.clock : Clock::Real()),
+      pool_(std::make_unique<LocalPool>(options_.local_threads)) {}
+
+EngineImpl::~EngineImpl() { pool_.reset(); }
+
+absl::Status EngineImpl::EnsureTables() {
+  auto existing = store_->ListTables();
+  if (!existing.ok()) return existing.status();
+  auto spec = [](const std::string& name) {
+    TableSpec s;
+    s.name = name;
+    s.hash_key = {"pk", Type::S};
+    s.range_key = KeyAttribute{"sk", Type::S};
+    return s;
+  };
+  std::vector<TableSpec> specs;
+  TableSpec events = spec(options_.events_table);
+  events.stream_enabled = true;
+  events.stream_view_type = StreamViewType::kNewAndOldImages;
+  specs.push_back(events);
+  TableSpec inbox = spec(options_.inbox_table);
+  inbox.ttl_attribute = "ttl";
+  specs.push_back(inbox);
+  TableSpec dead = spec(options_.dead_letters_table);
+  dead.ttl_attribute = "ttl";
+  specs.push_back(dead);
+  specs.push_back(spec(options_.relay_state_table));
+  for (const auto& s : specs) {
+    if (std::find(existing->begin(), existing->end(), s.name) != existing->end()) continue;
+    absl::Status st = store_->CreateTable(s);
+    // Another process may have created it meanwhile.
+    if (!st.ok() && st.code() != absl::StatusCode::kAlreadyExists) {
+      return absl::Status(st.code(), fmt::format("engine: creating table {}: {}", s.name, std::string(st.message())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EngineImpl::Subscribe(Subscription sub) {
+  if (!sub.handler) {
+    return absl::InvalidArgumentError(fmt::format("subscription {}: handler is required", sub.name));
+  }
+  std::unique_lock<std::shared_mutex> l(router_mu_);
+  return router_.Add(std::move(sub));
+}
+
+}  // namespace engine_internal
+}  // namespace outbox

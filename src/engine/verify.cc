@@ -1,0 +1,172 @@
+// Reading the log: head, events, tenant registry, and chain verification.
+#include "fmt/format.h"
+#include "engine/engine_impl.h"
+
+namespace outbox::engine_internal {
+namespace {
+
+constexpr int kPageSize = 1000;
+
+bool ParseSeqKey(const Item& item, int64_t* seq) {
+  auto it = item.find("sk");
+  if (it == item.end() || !it->second.is(Type::S)) return false;
+  const std::string& s = it->second.s();
+  if (s.size() != 20) return false;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *seq = v;
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<Head> EngineImpl::ReadHead(const std::string& tenant) {
+  if (auto s = ValidateTenant(tenant); !s.ok()) return s;
+  GetRequest g;
+  g.table = options_.events_table;
+  g.key = Item{{"pk", Value::S(HeadPk(tenant))}, {"sk", Value::S("HEAD")}};
+  g.consistent_read = true;
+  auto r = store_->GetItem(g);
+  if (!r.ok()) return r.status();
+  Head h;
+  if (!r->has_value()) return h;
+  const Item& it = **r;
+  auto seq = it.find("last_seq");
+  auto hash = it.find("last_hash");
+  if (seq == it.end() || !seq->second.is(Type::N) || !seq->second.n().ToInt64(&h.last_seq) ||
+      hash == it.end() || !hash->second.is(Type::S)) {
+    return absl::DataLossError(fmt::format("head row of tenant {} is malformed", tenant));
+  }
+  h.last_hash = hash->second.s();
+  return h;
+}
+
+absl::StatusOr<std::vector<Envelope>> EngineImpl::ReadLog(const std::string& tenant, int64_t from_seq,
+                                                          int64_t limit) {
+  if (auto s = ValidateTenant(tenant); !s.ok()) return s;
+  std::vector<Envelope> out;
+  QueryRequest q;
+  q.table = options_.events_table;
+  q.key_condition = "pk = :p AND sk >= :from";
+  q.args.values = {{":p", Value::S(EventPk(tenant))}, {":from", Value::S(SeqSortKey(std::max<int64_t>(from_seq, 0)))}};
+  q.consistent_read = true;
+  while (true) {
+    int64_t want = limit > 0 ? limit - static_cast<int64_t>(out.size()) : kPageSize;
+    q.limit = static_cast<int>(std::min<int64_t>(want, kPageSize));
+    auto r = store_->Query(q);
+    if (!r.ok()) return r.status();
+    for (const Item& item : r->items) {
+      auto e = EnvelopeFromItem(item);
+      if (!e.ok()) {
+        return absl::DataLossError(
+            fmt::format("event row {} of tenant {}: {}", item.count("sk") ? item.at("sk").s() : "?", tenant,
+                        std::string(e.status().message())));
+      }
+      out.push_back(*std::move(e));
+    }
+    if (!r->last_evaluated_key || (limit > 0 && static_cast<int64_t>(out.size()) >= limit)) break;
+    q.exclusive_start_key = r->last_evaluated_key;
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> EngineImpl::ListTenants() {
+  std::vector<std::string> out;
+  QueryRequest q;
+  q.table = options_.events_table;
+  q.key_condition = "pk = :p";
+  q.args.values = {{":p", Value::S("TENANTS")}};
+  q.consistent_read = true;
+  while (true) {
+    auto r = store_->Query(q);
+    if (!r.ok()) return r.status();
+    for (const Item& item : r->items) out.push_back(item.at("sk").s());
+    if (!r->last_evaluated_key) break;
+    q.exclusive_start_key = r->last_evaluated_key;
+  }
+  return out;
+}
+
+absl::StatusOr<VerifyResult> EngineImpl::VerifyChain(const std::string& tenant, Progress progress) {
+  if (auto s = ValidateTenant(tenant); !s.ok()) return s;
+  VerifyResult res;
+  res.tenant = tenant;
+  auto head = ReadHead(tenant);
+  if (!head.ok() && head.status().code() != absl::StatusCode::kDataLoss) return head.status();
+  auto fail = [&](int64_t seq, ChainBreak why, std::string detail) {
+    if (!res.chain_intact) return;
+    res.chain_intact = false;
+    res.first_broken_seq = seq;
+    res.reason = why;
+    res.detail = std::move(detail);
+  };
+  if (!head.ok()) fail(1, ChainBreak::kHeadMismatch, std::string(head.status().message()));
+
+  std::string prev(kGenesisHash);
+  int64_t expected = 1;
+  QueryRequest q;
+  q.table = options_.events_table;
+  q.key_condition = "pk = :p";
+  q.args.values = {{":p", Value::S(EventPk(tenant))}};
+  q.limit = kPageSize;
+  q.consistent_read = true;
+  while (res.chain_intact) {
+    auto r = store_->Query(q);
+    if (!r.ok()) return r.status();
+    for (const Item& item : r->items) {
+      int64_t pos = 0;
+      if (!ParseSeqKey(item, &pos)) {
+        fail(expected, ChainBreak::kEdited, "an event row has a malformed sort key");
+        break;
+      }
+      ++res.count;
+      res.last_seq = pos;
+      if (pos != expected) {
+        fail(expected, ChainBreak::kGap,
+             pos == expected + 1 ? fmt::format("event {} is missing", expected)
+                                 : fmt::format("events {}..{} are missing", expected, pos - 1));
+        break;
+      }
+      auto e = EnvelopeFromItemUnkeyed(item);
+      if (!e.ok()) {
+        fail(pos, ChainBreak::kEdited, std::string(e.status().message()));
+        break;
+      }
+      if (e->seq != pos || e->tenant != tenant) {
+        fail(pos, ChainBreak::kReordered,
+             fmt::format("the row at seq {} holds event seq {} of tenant {} (id {})", pos, e->seq, e->tenant, e->id));
+        break;
+      }
+      if (e->prev_hash != prev) {
+        fail(pos, ChainBreak::kEdited,
+             fmt::format("prev_hash of event {} does not match the hash of event {}", pos, pos - 1));
+        break;
+      }
+      std::string h = ComputeEventHash(*e);
+      if (h != e->hash) {
+        fail(pos, ChainBreak::kEdited, fmt::format("event {} (id {}) does not match its hash", pos, e->id));
+        break;
+      }
+      prev = std::move(h);
+      ++expected;
+    }
+    if (progress) progress(res.count);
+    if (!r->last_evaluated_key) break;
+    q.exclusive_start_key = r->last_evaluated_key;
+  }
+  if (head.ok()) {
+    res.head_seq = head->last_seq;
+    if (res.chain_intact && (head->last_seq != res.last_seq || head->last_hash != prev)) {
+      fail(head->last_seq == res.last_seq ? res.last_seq : std::min(head->last_seq, res.last_seq) + 1,
+           ChainBreak::kHeadMismatch,
+           fmt::format("head says last_seq {} (hash {}), the log ends at {} (hash {})", head->last_seq,
+                       head->last_hash.substr(0, 12), res.last_seq, prev.substr(0, 12)));
+    }
+  }
+  return res;
+}
+
+}  // namespace outbox::engine_internal
