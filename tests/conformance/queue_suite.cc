@@ -704,31 +704,48 @@ TEST_P(QueueConformance, BadInputNamesTheField) {
 
 // ---- processes --------------------------------------------------------------------
 
+// The child role of the cross-process test: a fresh process (fork + exec of
+// this binary, so sanitizers that forbid threads after fork still work) that
+// opens the same location and sends kCrossN messages.
+constexpr int kCrossN = 50;
+static int CrossProcessChild(const QueueBackend& backend, const std::string& dir, absl::Time now) {
+  ManualClock child_clock(now);
+  auto q = backend.open(dir, &child_clock);
+  if (!q.ok()) return 2;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < kCrossN; ++i) {
+    std::vector<SendBatchEntry> one = {{"e", FifoMsg("m" + std::to_string(i), "g" + std::to_string(i % 3))}};
+    auto r = (*q)->SendBatch("q.fifo", one);
+    if (!r.ok() || r->successful.size() != 1) return 3;
+  }
+  return 0;
+}
+
 TEST_P(QueueConformance, CrossProcessSendIsReceivedExactlyOnce) {
   if (!features().cross_process) GTEST_SKIP();
+  if (const char* child_dir = getenv("OUTBOX_QUEUE_CHILD_DIR")) {
+    // We are the exec'ed child: act, then leave without running anything else.
+    int64_t us = std::stoll(getenv("OUTBOX_QUEUE_CHILD_CLOCK_US"));
+    q_.reset();
+    std::filesystem::remove_all(dir_);
+    _exit(CrossProcessChild(GetParam(), child_dir, absl::FromUnixMicros(us)));
+  }
   ASSERT_OK(q_->CreateQueue("q.fifo", Fifo()));
-  constexpr int kN = 50;
-  // Start receiving (long poll) before the child exists, to exercise the
-  // other-process wake-up too.
+  constexpr int kN = kCrossN;
+  const auto* ti = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string filter = std::string("--gtest_filter=") + ti->test_suite_name() + "." + ti->name();
+  std::string clock_us = std::to_string(absl::ToUnixMicros(clock_.Now()));
+  // The parent starts receiving (long poll) before the child sends, so the
+  // other-process wake-up is exercised too.
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    int rc = 0;
-    {
-      ManualClock child_clock(clock_.Now());
-      auto q = GetParam().open(dir_, &child_clock);
-      if (!q.ok()) {
-        rc = 2;
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        for (int i = 0; i < kN && rc == 0; ++i) {
-          std::vector<SendBatchEntry> one = {{"e", FifoMsg("m" + std::to_string(i), "g" + std::to_string(i % 3))}};
-          auto r = (*q)->SendBatch("q.fifo", one);
-          if (!r.ok() || r->successful.size() != 1) rc = 3;
-        }
-      }
-    }
-    _exit(rc);
+    setenv("OUTBOX_QUEUE_CHILD_DIR", dir_.c_str(), 1);
+    setenv("OUTBOX_QUEUE_CHILD_CLOCK_US", clock_us.c_str(), 1);
+    FILE* devnull = fopen("/dev/null", "w");
+    if (devnull) dup2(fileno(devnull), 1);
+    execl("/proc/self/exe", "/proc/self/exe", filter.c_str(), static_cast<char*>(nullptr));
+    _exit(4);  // exec failed
   }
   std::set<std::string> got;
   int dups = 0;

@@ -50,7 +50,8 @@ absl::StatusOr<HandleRow> LookupHandle(sqlite::Conn& c, const QueueRow& q, std::
 
 }  // namespace
 
-absl::Status DeleteTx(sqlite::Conn& c, const QueueRow& q, std::string_view handle, int64_t now) {
+absl::Status DeleteTx(sqlite::Conn& c, const QueueRow& q, std::string_view handle, int64_t now,
+                      std::set<std::string>* touched) {
   ReceiptHandle h;
   auto r = LookupHandle(c, q, handle, &h);
   if (!r.ok()) return r.status();
@@ -64,7 +65,13 @@ absl::Status DeleteTx(sqlite::Conn& c, const QueueRow& q, std::string_view handl
   auto d = c.Prepare("DELETE FROM q_messages WHERE seq=?");
   if (!d.ok()) return d.status();
   QRETURN_IF_ERROR(d->Bind(1, h.seq).Run());
-  if (q.options.fifo) QRETURN_IF_ERROR(RecomputeGroup(c, q.id, r->group_id));
+  if (q.options.fifo) {
+    if (touched) {
+      touched->insert(r->group_id);
+    } else {
+      QRETURN_IF_ERROR(RecomputeGroup(c, q.id, r->group_id));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,7 +77,10 @@ absl::StatusOr<int64_t> SweepRetention(sqlite::Conn& c, const QueueRow& q, int64
 absl::Status RecomputeGroup(sqlite::Conn& c, int64_t queue_id, std::string_view group_id);
 
 // Delete / change visibility by receipt handle.
-absl::Status DeleteTx(sqlite::Conn& c, const QueueRow& q, std::string_view handle, int64_t now);
+// With `touched` set, FIFO groups to recompute are collected there instead
+// (a batch recomputes each group once).
+absl::Status DeleteTx(sqlite::Conn& c, const QueueRow& q, std::string_view handle, int64_t now,
+                      std::set<std::string>* touched = nullptr);
 absl::Status ChangeVisibilityTx(sqlite::Conn& c, const QueueRow& q, std::string_view handle, int64_t timeout_ms,
                                 int64_t now);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "fmt/format.h"
@@ -235,8 +236,9 @@ absl::StatusOr<BatchResult<bool>> SqliteQueue::DeleteBatch(
     out = {};
     auto q = LoadQueue(c, queue);
     if (!q.ok()) return q.status();
+    std::set<std::string> touched;
     for (const auto& [id, handle] : id_and_handle) {
-      absl::Status s = DeleteTx(c, *q, handle, now);
+      absl::Status s = DeleteTx(c, *q, handle, now, &touched);
       if (s.ok()) {
         out.successful.emplace_back(id, true);
       } else if (s.code() == absl::StatusCode::kInvalidArgument ||
@@ -246,6 +248,7 @@ absl::StatusOr<BatchResult<bool>> SqliteQueue::DeleteBatch(
         return s;
       }
     }
+    for (const std::string& g : touched) QRETURN_IF_ERROR(RecomputeGroup(c, q->id, g));
     return absl::OkStatus();
   }));
   return out;
