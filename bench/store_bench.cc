@@ -110,7 +110,7 @@ void BM_StoreQuery100(benchmark::State& state) {
 }
 
 BENCHMARK(BM_StoreConditionalPut)->Threads(1)->Threads(8)->UseRealTime()->MinTime(2.0);
-BENCHMARK(BM_StoreTransact3)->Arg(1)->Threads(1)->Threads(8)->Threads(32)->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_StoreTransact3)->Arg(1)->Arg(0)->Threads(1)->Threads(8)->Threads(32)->UseRealTime()->MinTime(2.0);
 BENCHMARK(BM_StoreQuery100)->Threads(1)->Threads(8)->UseRealTime()->MinTime(2.0);
 
 }  // namespace

@@ -159,18 +159,21 @@ Database::~Database() {
 }
 
 absl::Status Database::Write(WriteFn fn) {
-  Job job{std::move(fn), absl::OkStatus(), false};
-  std::unique_lock<std::mutex> l(mu_);
-  if (!sticky_.ok()) return sticky_;
-  if (stopping_) return absl::CancelledError("database is closing");
-  queue_.push_back(&job);
+  auto job = std::make_shared<Job>();
+  job->fn = std::move(fn);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!sticky_.ok()) return sticky_;
+    if (stopping_) return absl::CancelledError("database is closing");
+    queue_.push_back(job);
+  }
   work_cv_.notify_one();
-  done_cv_.wait(l, [&] { return job.done; });
-  return job.result;
+  job->done.wait(false);  // one futex per caller: no thundering herd
+  return job->result;
 }
 
 void Database::WriterLoop() {
-  std::vector<Job*> batch;
+  std::vector<std::shared_ptr<Job>> batch;
   while (true) {
     {
       std::unique_lock<std::mutex> l(mu_);
@@ -182,25 +185,24 @@ void Database::WriterLoop() {
       }
     }
     RunBatch(batch);
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      for (Job* j : batch) j->done = true;
+    for (auto& j : batch) {
+      j->done.store(true);
+      j->done.notify_one();
     }
-    done_cv_.notify_all();
     batch.clear();
   }
 }
 
-void Database::RunBatch(std::vector<Job*>& batch) {
+void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
   Conn& c = *writer_;
   c.on_commit_.clear();
   absl::Status begin = c.Exec("BEGIN IMMEDIATE");
   if (!begin.ok()) {
-    for (Job* j : batch) j->result = begin;
+    for (auto& j : batch) j->result = begin;
     return;
   }
   std::vector<std::function<void()>> hooks;
-  for (Job* j : batch) {
+  for (auto& j : batch) {
     absl::Status s = c.Exec("SAVEPOINT job");
     if (s.ok()) {
       s = j->fn(c);
@@ -229,7 +231,7 @@ void Database::RunBatch(std::vector<Job*>& batch) {
       std::lock_guard<std::mutex> l(mu_);
       sticky_ = err;
     }
-    for (Job* j : batch) j->result = err;
+    for (auto& j : batch) j->result = err;
     return;
   }
   for (auto& h : hooks) h();

@@ -129,18 +129,17 @@ class Database {
   struct Job {
     WriteFn fn;
     absl::Status result;
-    bool done = false;
+    std::atomic<bool> done{false};  // set (and notified) by the writer after COMMIT
   };
   void WriterLoop();
-  void RunBatch(std::vector<Job*>& batch);
+  void RunBatch(std::vector<std::shared_ptr<Job>>& batch);
   bool PollExternalChanges();
 
   DatabaseOptions options_;
   std::unique_ptr<Conn> writer_;
   std::mutex mu_;
   std::condition_variable work_cv_;   // writer waits for jobs
-  std::condition_variable done_cv_;   // callers wait for results
-  std::deque<Job*> queue_;
+  std::deque<std::shared_ptr<Job>> queue_;  // shared: the writer notifies after the caller may return
   bool stopping_ = false;
   absl::Status sticky_;
   std::thread writer_thread_;
