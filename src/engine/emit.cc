@@ -265,7 +265,7 @@ void EngineImpl::ProcessGroup(TenantState& ts, std::vector<EmitJob*> group) {
         metrics_.emit_contention_errors += static_cast<int64_t>(rest.size());
         for (EmitJob* j : rest) {
           j->status = absl::AbortedError(fmt::format(
-              "emit: contention on tenant {}: the head row kept moving; gave up after {} attempts",
+              "emit: contention on tenant {}: the head row kept moving; gave up after {} attempt(s)",
               j->ctx.tenant, conflicts));
         }
         return;

@@ -116,7 +116,8 @@ absl::StatusOr<VerifyResult> EngineImpl::VerifyChain(const std::string& tenant, 
   while (res.chain_intact) {
     auto r = store_->Query(q);
     if (!r.ok()) return r.status();
-    for (const Item& item : r->items) {
+    for (size_t idx = 0; idx < r->items.size(); ++idx) {
+      const Item& item = r->items[idx];
       int64_t pos = 0;
       if (!ParseSeqKey(item, &pos)) {
         fail(expected, ChainBreak::kEdited, "an event row has a malformed sort key");
@@ -124,7 +125,21 @@ absl::StatusOr<VerifyResult> EngineImpl::VerifyChain(const std::string& tenant, 
       }
       ++res.count;
       res.last_seq = pos;
-      if (pos != expected) {
+      if (pos < expected) {
+        fail(expected, ChainBreak::kReordered,
+             fmt::format("event {} appears where event {} belongs", pos, expected));
+        break;
+      }
+      if (pos > expected) {
+        // A later row (in this page) holding a missing seq means rows were moved, not deleted.
+        for (size_t k = idx + 1; k < r->items.size(); ++k) {
+          int64_t later = 0;
+          if (ParseSeqKey(r->items[k], &later) && later >= expected && later < pos) {
+            fail(expected, ChainBreak::kReordered,
+                 fmt::format("event {} appears where event {} belongs; event {} comes later", pos, expected, later));
+            break;
+          }
+        }
         fail(expected, ChainBreak::kGap,
              pos == expected + 1 ? fmt::format("event {} is missing", expected)
                                  : fmt::format("events {}..{} are missing", expected, pos - 1));
