@@ -1,0 +1,86 @@
+// The change-feed relay (SPEC §6): reads INSERT records of event rows from the
+// events table's change feed and forwards each event's whole new image to the
+// FIFO queue (group id = tenant, dedup id = event id).
+//
+// Invariants (embedded backend):
+//  1. Forwarding and the checkpoint commit in ONE SQLite transaction: a crash
+//     leaves either both or neither, so there are no duplicates and no loss.
+//  2. Per tenant, events are forwarded in seq order. An event whose
+//     predecessor was not forwarded yet triggers a read of the missing seqs
+//     from the events table (counted as resequenced); later copies are skipped.
+//  3. A record that cannot be forwarded (malformed image, oversize) is logged
+//     with its key and reason, counted, stored as a relay poison record
+//     (table outbox_relay_state, pk "RELAY_POISON"), and skipped: never a stall.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "outbox/clock.h"
+#include "outbox/store.h"
+
+namespace outbox {
+
+class SqliteStore;
+class SqliteQueue;
+
+struct RelayOptions {
+  std::string name = "feed";                           // checkpoint identity
+  std::string events_table = "outbox_events";
+  std::string relay_state_table = "outbox_relay_state";
+  std::string queue = "outbox-events.fifo";
+  int batch = 500;                                     // change records read per step (<= 1000)
+  absl::Duration idle_wait = absl::Seconds(1);         // long wait for new records when caught up
+  absl::Status Validate() const;
+};
+
+struct RelayMetrics {
+  std::atomic<int64_t> forwarded{0};
+  std::atomic<int64_t> skipped{0};      // head rows, non-INSERT records, already-forwarded seqs
+  std::atomic<int64_t> errors{0};       // outbox_relay_errors_total (poison records)
+  std::atomic<int64_t> resequenced{0};  // outbox_relay_resequenced_total (gaps filled from the table)
+  std::atomic<int64_t> lag_ms{0};       // now - creation time of the newest forwarded record
+  std::atomic<int64_t> checkpoint{0};   // last change sequence number processed
+};
+
+struct RelayPoisonRecord {
+  std::string sequence_number;
+  Item keys;
+  std::string reason;
+  std::string raw;  // the record's new image as DynamoDB JSON text (may be empty)
+  int64_t at_ms = 0;
+};
+
+class ChangeFeedRelay {
+ public:
+  // Creates the relay state table and the FIFO queue when absent.
+  static absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> Open(SqliteStore* store, SqliteQueue* queue,
+                                                               Clock* clock, RelayOptions options = {});
+  ~ChangeFeedRelay();
+
+  // One step: forwards up to `batch` records after the checkpoint; returns how
+  // many records were processed (0 when caught up).
+  absl::StatusOr<int> RunOnce();
+  // Runs until caught up (RunOnce returns 0).
+  absl::Status Drain();
+  // Background loop: RunOnce, waiting for new records without busy-waiting.
+  void Start();
+  void Stop();
+
+  const RelayMetrics& metrics() const { return metrics_; }
+  absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100);
+
+ private:
+  ChangeFeedRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock, RelayOptions options);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  RelayMetrics metrics_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace outbox

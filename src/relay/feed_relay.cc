@@ -1,0 +1,367 @@
+#include <map>
+
+#include "fmt/format.h"
+#include "outbox/ddb_json.h"
+#include "outbox/envelope_codec.h"
+#include "outbox/relay.h"
+#include "queue/sqlite/sqlite_queue.h"
+#include "spdlog/spdlog.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace outbox {
+namespace {
+
+constexpr std::string_view kPoisonPk = "RELAY_POISON";
+
+bool IsEventRowKey(const Item& keys, std::string* tenant) {
+  auto it = keys.find("pk");
+  if (it == keys.end() || !it->second.is(Type::S)) return false;
+  const std::string& pk = it->second.s();
+  constexpr std::string_view kPrefix = "TENANT#", kSuffix = "#EVENT";
+  if (pk.size() <= kPrefix.size() + kSuffix.size() || pk.compare(0, kPrefix.size(), kPrefix) != 0 ||
+      pk.compare(pk.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+    return false;
+  }
+  *tenant = pk.substr(kPrefix.size(), pk.size() - kPrefix.size() - kSuffix.size());
+  return true;
+}
+
+struct Planned {
+  bool poison = false;
+  std::string tenant;
+  int64_t seq = 0;
+  std::string event_id;
+  std::string body;
+  std::string reason;  // poison
+  std::string sequence_number;
+  Item keys;
+  int64_t created_ms = 0;
+};
+
+}  // namespace
+
+absl::Status RelayOptions::Validate() const {
+  if (name.empty()) return absl::InvalidArgumentError("relay.name: must not be empty");
+  if (batch < 1 || batch > 1000) {
+    return absl::InvalidArgumentError(fmt::format("relay.batch: must be 1..1000, got {}", batch));
+  }
+  if (queue.size() < 6 || queue.substr(queue.size() - 5) != ".fifo") {
+    return absl::InvalidArgumentError(fmt::format("relay.queue: must be a FIFO queue name ending in .fifo, got \"{}\"", queue));
+  }
+  return absl::OkStatus();
+}
+
+struct ChangeFeedRelay::Impl {
+  SqliteStore* store;
+  SqliteQueue* queue;
+  Clock* clock;
+  RelayOptions o;
+  int64_t max_message_size = 1 << 20;
+  bool loaded = false;
+  std::string checkpoint;                   // change sequence number ("" = start)
+  std::map<std::string, int64_t> tenant_last;  // last forwarded seq per tenant
+
+  Item StateKey(const std::string& sk) const {
+    return Item{{"pk", Value::S("RELAY#" + o.name)}, {"sk", Value::S(sk)}};
+  }
+
+  absl::Status Load() {
+    if (loaded) return absl::OkStatus();
+    GetRequest g;
+    g.table = o.relay_state_table;
+    g.key = StateKey("CHECKPOINT");
+    auto r = store->GetItem(g);
+    if (!r.ok()) return r.status();
+    if (*r) {
+      auto it = (*r)->find("seq");
+      if (it != (*r)->end() && it->second.is(Type::S)) checkpoint = it->second.s();
+    }
+    loaded = true;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<int64_t> TenantLast(const std::string& tenant) {
+    auto it = tenant_last.find(tenant);
+    if (it != tenant_last.end()) return it->second;
+    GetRequest g;
+    g.table = o.relay_state_table;
+    g.key = StateKey("TENANT#" + tenant);
+    auto r = store->GetItem(g);
+    if (!r.ok()) return r.status();
+    int64_t last = 0;
+    if (*r) {
+      auto f = (*r)->find("last_seq");
+      if (f != (*r)->end() && f->second.is(Type::N)) (void)f->second.n().ToInt64(&last);
+    }
+    tenant_last[tenant] = last;
+    return last;
+  }
+
+  // Reads event rows (from, to] of a tenant straight from the events table.
+  absl::StatusOr<std::vector<Item>> ReadRange(const std::string& tenant, int64_t from, int64_t to) {
+    std::vector<Item> out;
+    QueryRequest q;
+    q.table = o.events_table;
+    q.key_condition = "pk = :pk AND sk BETWEEN :a AND :b";
+    q.args.values = {{":pk", Value::S(EventPk(tenant))},
+                     {":a", Value::S(SeqSortKey(from + 1))},
+                     {":b", Value::S(SeqSortKey(to))}};
+    while (true) {
+      auto r = store->Query(q);
+      if (!r.ok()) return r.status();
+      for (auto& it : r->items) out.push_back(std::move(it));
+      if (!r->last_evaluated_key) break;
+      q.exclusive_start_key = r->last_evaluated_key;
+    }
+    return out;
+  }
+
+  Planned Poison(const ChangeRecord& rec, std::string reason) {
+    Planned p;
+    p.poison = true;
+    p.reason = std::move(reason);
+    p.sequence_number = rec.sequence_number;
+    p.keys = rec.keys;
+    p.body = rec.new_image ? ddbjson::Encode(*rec.new_image).dump() : std::string();
+    return p;
+  }
+
+  // Turns one event row item into a planned message (or a poison entry).
+  Planned FromItem(const ChangeRecord& rec, const Item& item, const std::string& tenant) {
+    auto env = EnvelopeFromItem(item);
+    if (!env.ok()) return Poison(rec, fmt::format("malformed event image: {}", std::string(env.status().message())));
+    if (env->tenant != tenant) {
+      return Poison(rec, fmt::format("event tenant \"{}\" does not match its key tenant \"{}\"", env->tenant, tenant));
+    }
+    Planned p;
+    p.tenant = tenant;
+    p.seq = env->seq;
+    p.event_id = env->id;
+    p.body = ddbjson::Encode(item).dump();
+    p.sequence_number = rec.sequence_number;
+    p.keys = rec.keys;
+    p.created_ms = rec.creation_time_ms;
+    if (static_cast<int64_t>(p.body.size()) > max_message_size) {
+      return Poison(rec, fmt::format("message of {} bytes exceeds the queue's maximum message size of {} bytes",
+                                     p.body.size(), max_message_size));
+    }
+    return p;
+  }
+};
+
+ChangeFeedRelay::ChangeFeedRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock, RelayOptions options)
+    : impl_(new Impl{store, queue, clock ? clock : Clock::Real(), std::move(options)}) {}
+
+ChangeFeedRelay::~ChangeFeedRelay() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> ChangeFeedRelay::Open(SqliteStore* store, SqliteQueue* queue,
+                                                                       Clock* clock, RelayOptions options) {
+  if (auto s = options.Validate(); !s.ok()) return s;
+  TableSpec spec;
+  spec.name = options.relay_state_table;
+  spec.hash_key = {"pk", Type::S};
+  spec.range_key = KeyAttribute{"sk", Type::S};
+  if (auto s = store->CreateTable(spec); !s.ok() && DdbErrorName(s) != ddb_error::kResourceInUse) return s;
+  auto attrs = queue->GetAttributes(options.queue);
+  if (!attrs.ok()) {
+    QueueOptions qo;
+    qo.fifo = true;
+    if (auto s = queue->CreateQueue(options.queue, qo); !s.ok()) return s;
+    attrs = queue->GetAttributes(options.queue);
+    if (!attrs.ok()) return attrs.status();
+  }
+  if (!attrs->options.fifo) return absl::InvalidArgumentError("relay.queue: must be a FIFO queue");
+  std::unique_ptr<ChangeFeedRelay> r(new ChangeFeedRelay(store, queue, clock, std::move(options)));
+  r->impl_->max_message_size = attrs->options.max_message_size;
+  return r;
+}
+
+absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
+  Impl& m = *impl_;
+  if (auto s = m.Load(); !s.ok()) return s;
+  auto shards = m.store->change_feed()->ListShards(m.o.events_table);
+  if (!shards.ok()) return shards.status();
+  if (shards->empty()) return 0;
+  auto batch = m.store->change_feed()->Read(m.o.events_table, (*shards)[0].id, m.checkpoint, m.o.batch);
+  if (!batch.ok()) return batch.status();
+  if (batch->records.empty()) return 0;
+
+  // Plan: per-tenant seq order enforced; tenant progress advanced locally and
+  // applied to the cache only after the commit.
+  std::map<std::string, int64_t> progress;
+  std::vector<Planned> plan;
+  int64_t skipped = 0, resequenced = 0;
+  for (const ChangeRecord& rec : batch->records) {
+    std::string tenant;
+    if (rec.type != ChangeType::kInsert || !IsEventRowKey(rec.keys, &tenant)) {
+      ++skipped;
+      continue;
+    }
+    if (!rec.new_image) {
+      plan.push_back(m.Poison(rec, "INSERT record without a new image"));
+      continue;
+    }
+    Planned p = m.FromItem(rec, *rec.new_image, tenant);
+    if (p.poison) {
+      plan.push_back(std::move(p));
+      continue;
+    }
+    if (!progress.count(tenant)) {
+      auto last = m.TenantLast(tenant);
+      if (!last.ok()) return last.status();
+      progress[tenant] = *last;
+    }
+    int64_t& last = progress[tenant];
+    if (p.seq <= last) {
+      ++skipped;  // already forwarded (a gap we filled earlier, or a replayed record)
+      continue;
+    }
+    if (p.seq > last + 1) {
+      auto missing = m.ReadRange(tenant, last, p.seq - 1);
+      if (!missing.ok()) return missing.status();
+      for (const Item& item : *missing) {
+        Planned f = m.FromItem(rec, item, tenant);
+        if (f.poison) {
+          plan.push_back(std::move(f));
+          continue;
+        }
+        if (f.seq <= last) continue;
+        if (f.seq != last + 1) {
+          spdlog::warn("relay {}: tenant {} seq {} missing from the events table", m.o.name, tenant, last + 1);
+        }
+        last = f.seq;
+        ++resequenced;
+        plan.push_back(std::move(f));
+      }
+    }
+    last = p.seq;
+    plan.push_back(std::move(p));
+  }
+  std::string new_checkpoint = batch->records.back().sequence_number;
+  int64_t now_ms = m.clock->NowMillis();
+
+  int64_t forwarded = 0, errors = 0, newest_created = 0;
+  absl::Status s = m.store->database()->Write([&](sqlite::Conn& c) -> absl::Status {
+    forwarded = errors = 0;
+    std::vector<TransactWriteItem> state;
+    for (Planned& p : plan) {
+      if (!p.poison) {
+        if (auto sp = c.Exec("SAVEPOINT relay_msg"); !sp.ok()) return sp;
+        SendMessageRequest msg;
+        msg.body = p.body;
+        msg.group_id = p.tenant;
+        msg.dedup_id = p.event_id;
+        auto sent = m.queue->SendInTransaction(c, m.o.queue, msg);
+        if (sent.ok()) {
+          (void)c.Exec("RELEASE relay_msg");
+          ++forwarded;
+          newest_created = std::max(newest_created, p.created_ms);
+          continue;
+        }
+        (void)c.Exec("ROLLBACK TO relay_msg");
+        (void)c.Exec("RELEASE relay_msg");
+        p.poison = true;
+        p.reason = fmt::format("queue refused the message: {}", std::string(sent.status().message()));
+      }
+      ++errors;
+      Item row{{"pk", Value::S(std::string(kPoisonPk))},
+               {"sk", Value::S(p.sequence_number + "#" + std::to_string(errors))},
+               {"keys", Value::M(p.keys)},
+               {"reason", Value::S(p.reason)},
+               {"raw", Value::S(p.body.substr(0, 300 * 1024))},
+               {"relay", Value::S(m.o.name)},
+               {"at", Value::N(now_ms)}};
+      state.push_back(TransactWriteItem::Put(m.o.relay_state_table, std::move(row)));
+    }
+    Item cp = m.StateKey("CHECKPOINT");
+    cp["seq"] = Value::S(new_checkpoint);
+    cp["updated_at"] = Value::N(now_ms);
+    state.push_back(TransactWriteItem::Put(m.o.relay_state_table, std::move(cp)));
+    for (const auto& [tenant, last] : progress) {
+      Item row = m.StateKey("TENANT#" + tenant);
+      row["last_seq"] = Value::N(last);
+      state.push_back(TransactWriteItem::Put(m.o.relay_state_table, std::move(row)));
+    }
+    for (size_t i = 0; i < state.size(); i += kMaxTransactItems) {
+      TransactWriteRequest req;
+      for (size_t j = i; j < std::min(state.size(), i + kMaxTransactItems); ++j) req.items.push_back(state[j]);
+      if (auto t = m.store->TransactWriteInConn(c, req); !t.ok()) return t;
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  // Committed: now the in-memory state may move.
+  m.checkpoint = new_checkpoint;
+  for (const auto& [tenant, last] : progress) m.tenant_last[tenant] = last;
+  for (const Planned& p : plan) {
+    if (p.poison) {
+      spdlog::error("relay {}: cannot forward change record {} (key {}): {}", m.o.name, p.sequence_number,
+                    ddbjson::Encode(p.keys).dump(), p.reason);
+    }
+  }
+  metrics_.forwarded += forwarded;
+  metrics_.errors += errors;
+  metrics_.skipped += skipped;
+  metrics_.resequenced += resequenced;
+  if (newest_created > 0) metrics_.lag_ms = std::max<int64_t>(0, m.clock->NowMillis() - newest_created);
+  int64_t cp = 0;
+  for (char ch : new_checkpoint) cp = cp * 10 + (ch - '0');
+  metrics_.checkpoint = cp;
+  return static_cast<int>(batch->records.size());
+}
+
+absl::Status ChangeFeedRelay::Drain() {
+  while (true) {
+    auto n = RunOnce();
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+  }
+}
+
+void ChangeFeedRelay::Start() {
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] {
+    while (!stop_) {
+      auto n = RunOnce();
+      if (!n.ok()) {
+        spdlog::error("relay {}: {}", impl_->o.name, n.status().ToString());
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        continue;
+      }
+      if (*n == 0) {
+        impl_->store->change_feed()->WaitForChanges(impl_->o.events_table, impl_->checkpoint,
+                                                    std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
+      }
+    }
+  });
+}
+
+void ChangeFeedRelay::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<std::vector<RelayPoisonRecord>> ChangeFeedRelay::ListPoison(int limit) {
+  QueryRequest q;
+  q.table = impl_->o.relay_state_table;
+  q.key_condition = "pk = :p";
+  q.args.values = {{":p", Value::S(std::string(kPoisonPk))}};
+  q.limit = limit;
+  auto r = impl_->store->Query(q);
+  if (!r.ok()) return r.status();
+  std::vector<RelayPoisonRecord> out;
+  for (const Item& it : r->items) {
+    RelayPoisonRecord p;
+    std::string sk = it.at("sk").s();
+    p.sequence_number = sk.substr(0, sk.find('#'));
+    if (auto k = it.find("keys"); k != it.end() && k->second.is(Type::M)) p.keys = k->second.m();
+    if (auto k = it.find("reason"); k != it.end() && k->second.is(Type::S)) p.reason = k->second.s();
+    if (auto k = it.find("raw"); k != it.end() && k->second.is(Type::S)) p.raw = k->second.s();
+    if (auto k = it.find("at"); k != it.end() && k->second.is(Type::N)) (void)k->second.n().ToInt64(&p.at_ms);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace outbox
