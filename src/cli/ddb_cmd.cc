@@ -1,0 +1,113 @@
+// `outbox ddb OPERATION --db PATH --input JSON|@FILE|-`: one DynamoDB API call
+// (JSON 1.0 body in, DynamoDB's response body out) against the embedded store.
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "cli/registry.h"
+#include "ddbapi/ddbapi.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "nlohmann/json.hpp"
+#include "outbox/clock.h"
+#include "outbox/errors.h"
+#include "sqlite/database.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace outbox::cli {
+namespace {
+
+struct DdbArgs {
+  std::string operation;
+  std::string db;
+  std::string input = "{}";
+};
+
+void PrintJson(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+
+// Reads --input: inline JSON, @FILE or "-" (stdin). False when unreadable.
+bool ReadInput(const std::string& input, std::string* text) {
+  if (input == "-") {
+    text->assign(std::istreambuf_iterator<char>(std::cin), {});
+    return true;
+  }
+  if (!input.empty() && input[0] == '@') {
+    std::ifstream f(input.substr(1), std::ios::binary);
+    if (!f) return false;
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    *text = ss.str();
+    return true;
+  }
+  *text = input;
+  return true;
+}
+
+int Run(const DdbArgs& a) {
+  std::string text;
+  if (!ReadInput(a.input, &text)) {
+    std::cerr << "error: cannot read input file " << a.input.substr(1) << "\n";
+    return kExitUsage;
+  }
+  const auto& ops = ddbapi::Operations();
+  if (std::find(ops.begin(), ops.end(), a.operation) == ops.end()) {
+    PrintJson(ddbapi::ErrorToJson(DdbError(
+        ddb_error::kUnknownOperation,
+        fmt::format("Unknown operation: {}; supported: {}", a.operation, fmt::join(ops, ", ")))));
+    return kExitFailed;
+  }
+  nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) {
+    PrintJson(ddbapi::ErrorToJson(DdbError(ddb_error::kSerialization, "Request body is not valid JSON")));
+    return kExitFailed;
+  }
+  sqlite::DatabaseOptions o;
+  o.path = a.db;
+  auto db = sqlite::Database::Open(o);
+  if (!db.ok()) {
+    std::cerr << "error: cannot open " << a.db << ": " << std::string(db.status().message()) << "\n";
+    return kExitUnavailable;
+  }
+  SqliteStoreOptions so;
+  so.sweep_interval = absl::ZeroDuration();  // one call; no background sweeper
+  auto store = SqliteStore::Open(*db, Clock::Real(), so);
+  if (!store.ok()) {
+    std::cerr << "error: cannot open the store in " << a.db << ": " << std::string(store.status().message())
+              << "\n";
+    return kExitUnavailable;
+  }
+  auto res = ddbapi::Execute(**store, a.operation, body);
+  if (!res.ok()) {
+    PrintJson(ddbapi::ErrorToJson(res.status()));
+    return kExitFailed;
+  }
+  PrintJson(*res);
+  return kExitOk;
+}
+
+void AddDdb(CLI::App& app) {
+  auto args = std::make_shared<DdbArgs>();
+  auto* sub = app.add_subcommand("ddb", "Run one DynamoDB API operation (JSON 1.0 body) on the embedded store");
+  sub->add_option("operation", args->operation, "DynamoDB operation, e.g. PutItem")->required();
+  sub->add_option("--db", args->db, "SQLite database file (created if missing)")->required();
+  sub->add_option("-i,--input", args->input,
+                  "Request body: inline JSON, @FILE, or - for standard input (default: {})")
+      ->capture_default_str();
+  sub->footer(fmt::format(
+      "Operations: {}\n\n"
+      "Prints DynamoDB's response body (2-space JSON) and exits 0. On an error prints\n"
+      "DynamoDB's error object ({{\"__type\":…,\"message\":…}}) to stdout and exits 1;\n"
+      "bad usage or an unreadable input file exits 2; a database that cannot be opened exits 3.\n"
+      "Example: outbox ddb GetItem --db app.db --input '{{\"TableName\":\"t\",\"Key\":{{\"pk\":{{\"S\":\"a\"}}}}}}'",
+      fmt::join(ddbapi::Operations(), ", ")));
+  sub->callback([args] { ExitCode() = Run(*args); });
+}
+
+const Registrar kReg("ddb", AddDdb);
+
+}  // namespace
+}  // namespace outbox::cli

@@ -1,0 +1,142 @@
+// Runs the real `outbox` binary (OUTBOX_BIN, set by CTest) for `outbox ddb`.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "support/temp_dir.h"
+
+namespace outbox {
+namespace {
+
+using nlohmann::json;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+};
+
+std::string Bin() {
+  const char* b = std::getenv("OUTBOX_BIN");
+  return b ? b : "outbox";
+}
+
+// Single-quotes `s` for /bin/sh.
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
+Result Sh(const std::string& cmd) {
+  Result r;
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+class DdbCliTest : public ::testing::Test {
+ protected:
+  Result Ddb(const std::string& op, const std::string& input) {
+    return Sh(Bin() + " ddb " + op + " --db " + Quote(dir_.file("t.db")) + " --input " + Quote(input));
+  }
+  json Parse(const Result& r) {
+    json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j;
+  }
+  testing_support::TempDir dir_;
+};
+
+TEST_F(DdbCliTest, TableItemsQueryAndTransaction) {
+  Result c = Ddb("CreateTable", R"({"TableName":"orders",
+    "AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"S"}],
+    "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]})");
+  ASSERT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_EQ(Parse(c)["TableDescription"]["TableStatus"], "ACTIVE");
+  EXPECT_NE(c.out.find("\n  \"TableDescription\""), std::string::npos) << "pretty, 2-space: " << c.out;
+
+  Result p = Ddb("PutItem", R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},"v":{"N":"10"}}})");
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_EQ(Parse(p), json::object());
+
+  // --input @FILE
+  std::string file = dir_.file("get.json");
+  std::ofstream(file) << R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}}})";
+  Result g = Sh(Bin() + " ddb GetItem --db " + Quote(dir_.file("t.db")) + " --input @" + Quote(file));
+  ASSERT_EQ(g.exit_code, 0) << g.out;
+  EXPECT_EQ(Parse(g), json::parse(R"({"Item":{"pk":{"S":"a"},"sk":{"S":"1"},"v":{"N":"10"}}})"));
+
+  // --input - (stdin)
+  Result q = Sh("printf '%s' " +
+                Quote(R"({"TableName":"orders","KeyConditionExpression":"pk = :p","ExpressionAttributeValues":{":p":{"S":"a"}}})") +
+                " | " + Bin() + " ddb Query --db " + Quote(dir_.file("t.db")) + " --input -");
+  ASSERT_EQ(q.exit_code, 0) << q.out;
+  json qj = Parse(q);
+  EXPECT_EQ(qj["Count"], 1);
+  EXPECT_EQ(qj["ScannedCount"], 1);
+  EXPECT_EQ(qj["Items"][0]["v"], json::parse(R"({"N":"10"})"));
+
+  Result t = Ddb("TransactWriteItems", R"({"TransactItems":[
+    {"Put":{"TableName":"orders","Item":{"pk":{"S":"b"},"sk":{"S":"1"}}}},
+    {"ConditionCheck":{"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}},
+      "ConditionExpression":"v > :max","ExpressionAttributeValues":{":max":{"N":"100"}}}}]})");
+  EXPECT_EQ(t.exit_code, 1) << t.out;
+  json tj = Parse(t);
+  EXPECT_EQ(tj["__type"], "com.amazonaws.dynamodb.v20120810#TransactionCanceledException");
+  ASSERT_EQ(tj["CancellationReasons"].size(), 2u);
+  EXPECT_EQ(tj["CancellationReasons"][0]["Code"], "None");
+  EXPECT_EQ(tj["CancellationReasons"][1]["Code"], "ConditionalCheckFailed");
+  // Nothing was written.
+  Result g2 = Ddb("GetItem", R"({"TableName":"orders","Key":{"pk":{"S":"b"},"sk":{"S":"1"}}})");
+  ASSERT_EQ(g2.exit_code, 0);
+  EXPECT_EQ(Parse(g2), json::object());
+}
+
+TEST_F(DdbCliTest, Errors) {
+  Result u = Ddb("Frobnicate", "{}");
+  EXPECT_EQ(u.exit_code, 1);
+  EXPECT_EQ(Parse(u)["__type"], "com.amazon.coral.service#UnknownOperationException");
+  Result bad = Ddb("GetItem", "{not json");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(Parse(bad)["__type"], "com.amazon.coral.service#SerializationException");
+  Result ve = Ddb("GetItem", R"({"TableName":"orders"})");
+  EXPECT_EQ(ve.exit_code, 1);
+  EXPECT_EQ(Parse(ve)["__type"], "com.amazon.coral.validate#ValidationException");
+  Result nofile = Sh(Bin() + " ddb GetItem --db " + Quote(dir_.file("t.db")) + " --input @/nonexistent/x.json");
+  EXPECT_EQ(nofile.exit_code, 2);
+  Result usage = Sh(Bin() + " ddb GetItem");  // --db missing
+  EXPECT_EQ(usage.exit_code, 2);
+  Result unavailable = Sh(Bin() + " ddb ListTables --db /nonexistent-dir/x.db");
+  EXPECT_EQ(unavailable.exit_code, 3);
+}
+
+TEST_F(DdbCliTest, VersionAndHelp) {
+  Result v = Sh(Bin() + " --version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.out.find("outbox "), std::string::npos) << v.out;
+  Result h = Sh(Bin() + " --help");
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("ddb"), std::string::npos) << h.out;
+  Result dh = Sh(Bin() + " ddb --help");
+  EXPECT_EQ(dh.exit_code, 0);
+  EXPECT_NE(dh.out.find("TransactWriteItems"), std::string::npos) << dh.out;
+}
+
+}  // namespace
+}  // namespace outbox

@@ -1,0 +1,174 @@
+// ddbapi::Execute end to end on a real SqliteStore (JSON in, JSON out).
+#include <gtest/gtest.h>
+
+#include "ddbapi/ddbapi.h"
+#include "outbox/clock.h"
+#include "outbox/errors.h"
+#include "store/sqlite/sqlite_store.h"
+#include "support/temp_dir.h"
+
+namespace outbox::ddbapi {
+namespace {
+
+json J(const char* text) { return json::parse(text); }
+
+class DdbExecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sqlite::DatabaseOptions o;
+    o.path = dir_.file("store.db");
+    auto db = sqlite::Database::Open(o);
+    ASSERT_TRUE(db.ok()) << db.status();
+    SqliteStoreOptions so;
+    so.sweep_interval = absl::ZeroDuration();
+    auto s = SqliteStore::Open(*db, &clock_, so);
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = *std::move(s);
+    auto r = Run("CreateTable", R"({"TableName":"orders",
+      "AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"S"},
+                              {"AttributeName":"st","AttributeType":"S"}],
+      "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}],
+      "GlobalSecondaryIndexes":[{"IndexName":"by_st","KeySchema":[{"AttributeName":"st","KeyType":"HASH"}],
+                                 "Projection":{"ProjectionType":"ALL"}}],
+      "StreamSpecification":{"StreamEnabled":true,"StreamViewType":"NEW_AND_OLD_IMAGES"},
+      "TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}})");
+    ASSERT_TRUE(r.ok()) << r.status();
+    created_ = *r;
+  }
+  absl::StatusOr<json> Run(std::string_view op, const char* body) { return Execute(*store_, op, J(body)); }
+  json Ok(std::string_view op, const char* body) {
+    auto r = Run(op, body);
+    EXPECT_TRUE(r.ok()) << op << ": " << r.status();
+    return r.ok() ? *r : json();
+  }
+  json Err(std::string_view op, const char* body) {
+    auto r = Run(op, body);
+    EXPECT_FALSE(r.ok()) << op << " unexpectedly succeeded: " << (r.ok() ? r->dump() : "");
+    return r.ok() ? json() : ErrorToJson(r.status());
+  }
+
+  testing_support::TempDir dir_;
+  ManualClock clock_;
+  std::unique_ptr<SqliteStore> store_;
+  json created_;
+};
+
+TEST_F(DdbExecTest, CreateAndDescribeTable) {
+  const json& d = created_["TableDescription"];
+  EXPECT_EQ(d["TableName"], "orders");
+  EXPECT_EQ(d["TableStatus"], "ACTIVE");
+  EXPECT_TRUE(d["CreationDateTime"].is_number());
+  EXPECT_EQ(d["ItemCount"], 0);
+  EXPECT_EQ(d["GlobalSecondaryIndexes"][0]["IndexName"], "by_st");
+  EXPECT_EQ(d["StreamSpecification"]["StreamViewType"], "NEW_AND_OLD_IMAGES");
+  EXPECT_TRUE(d["LatestStreamArn"].is_string());
+  json t = Ok("DescribeTable", R"({"TableName":"orders"})");
+  EXPECT_EQ(t["Table"]["KeySchema"], d["KeySchema"]);
+  EXPECT_EQ(Ok("ListTables", "{}"), J(R"({"TableNames":["orders"]})"));
+  EXPECT_EQ(Ok("DescribeTimeToLive", R"({"TableName":"orders"})"),
+            J(R"({"TimeToLiveDescription":{"TimeToLiveStatus":"ENABLED","AttributeName":"exp"}})"));
+  EXPECT_EQ(Ok("UpdateTimeToLive", R"({"TableName":"orders","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}})"),
+            J(R"({"TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}})"));
+  EXPECT_EQ(Err("UpdateTimeToLive", R"({"TableName":"orders","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":false}})")["__type"],
+            "com.amazon.coral.validate#ValidationException");
+  EXPECT_EQ(Err("CreateTable", R"({"TableName":"orders","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
+      "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]})")["__type"],
+            "com.amazonaws.dynamodb.v20120810#ResourceInUseException");
+  EXPECT_EQ(Err("DescribeTable", R"({"TableName":"nope"})")["__type"],
+            "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException");
+}
+
+TEST_F(DdbExecTest, ItemLifecycle) {
+  EXPECT_EQ(Ok("PutItem", R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"1.50"},"st":{"S":"new"}}})"),
+            json::object());
+  EXPECT_EQ(Ok("GetItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}}})"),
+            J(R"({"Item":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"1.5"},"st":{"S":"new"}}})"));
+  EXPECT_EQ(Ok("GetItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"2"}}})"), json::object());
+  EXPECT_EQ(Ok("PutItem", R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"2"}},"ReturnValues":"ALL_OLD"})"),
+            J(R"({"Attributes":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"1.5"},"st":{"S":"new"}}})"));
+  EXPECT_EQ(Ok("UpdateItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}},
+      "UpdateExpression":"ADD n :one SET #s = :s","ExpressionAttributeNames":{"#s":"st"},
+      "ExpressionAttributeValues":{":one":{"N":"1"},":s":{"S":"paid"}},"ReturnValues":"UPDATED_NEW"})"),
+            J(R"({"Attributes":{"n":{"N":"3"},"st":{"S":"paid"}}})"));
+  json ccf = Err("UpdateItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}},
+      "UpdateExpression":"SET n = :v","ConditionExpression":"n = :v","ExpressionAttributeValues":{":v":{"N":"9"}},
+      "ReturnValuesOnConditionCheckFailure":"ALL_OLD"})");
+  EXPECT_EQ(ccf["__type"], "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException");
+  EXPECT_EQ(ccf["message"], "The conditional request failed");
+  EXPECT_EQ(ccf["Item"]["n"], J(R"({"N":"3"})"));
+  EXPECT_EQ(Ok("DeleteItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}},"ReturnValues":"ALL_OLD"})")
+                ["Attributes"]["st"],
+            J(R"({"S":"paid"})"));
+  EXPECT_EQ(Ok("DeleteItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}}})"), json::object());
+  // Store-level validation comes back as DynamoDB errors.
+  json bad_key = Err("GetItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"}}})");
+  EXPECT_EQ(bad_key["__type"], "com.amazon.coral.validate#ValidationException");
+  json unused = Err("PutItem", R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"}},
+      "ExpressionAttributeValues":{":x":{"S":"y"}},"ConditionExpression":"attribute_not_exists(pk) "})");
+  EXPECT_NE(unused["message"].get<std::string>().find("unused"), std::string::npos) << unused;
+}
+
+TEST_F(DdbExecTest, QueryPagesAndCount) {
+  for (int i = 0; i < 5; ++i) {
+    std::string body = R"({"TableName":"orders","Item":{"pk":{"S":"q"},"sk":{"S":")" + std::to_string(i) +
+                       R"("},"v":{"N":")" + std::to_string(i) + R"("}}})";
+    ASSERT_TRUE(Execute(*store_, "PutItem", json::parse(body)).ok());
+  }
+  json page = Ok("Query", R"({"TableName":"orders","KeyConditionExpression":"pk = :p",
+      "ExpressionAttributeValues":{":p":{"S":"q"}},"Limit":2,"ScanIndexForward":false})");
+  ASSERT_EQ(page["Items"].size(), 2u);
+  EXPECT_EQ(page["Items"][0]["sk"], J(R"({"S":"4"})"));
+  EXPECT_EQ(page["Count"], 2);
+  EXPECT_EQ(page["ScannedCount"], 2);
+  EXPECT_EQ(page["LastEvaluatedKey"], J(R"({"pk":{"S":"q"},"sk":{"S":"3"}})"));
+  json body = J(R"({"TableName":"orders","KeyConditionExpression":"pk = :p",
+      "ExpressionAttributeValues":{":p":{"S":"q"}},"Limit":2,"ScanIndexForward":false})");
+  body["ExclusiveStartKey"] = page["LastEvaluatedKey"];
+  auto next = Execute(*store_, "Query", body);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ((*next)["Items"][0]["sk"], J(R"({"S":"2"})"));
+  json count = Ok("Query", R"({"TableName":"orders","KeyConditionExpression":"pk = :p AND sk >= :s",
+      "FilterExpression":"v > :z","ExpressionAttributeValues":{":p":{"S":"q"},":s":{"S":"1"},":z":{"N":"2"}},"Select":"COUNT"})");
+  EXPECT_EQ(count, J(R"({"Count":2,"ScannedCount":4})"));
+  auto back = QueryResponseFromJson(page);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->items.size(), 2u);
+}
+
+TEST_F(DdbExecTest, Transactions) {
+  EXPECT_EQ(Ok("TransactWriteItems", R"({"TransactItems":[
+      {"Put":{"TableName":"orders","Item":{"pk":{"S":"t"},"sk":{"S":"1"},"v":{"N":"1"}}}},
+      {"Put":{"TableName":"orders","Item":{"pk":{"S":"t"},"sk":{"S":"2"}}}}],"ClientRequestToken":"tok"})"),
+            json::object());
+  json err = Err("TransactWriteItems", R"({"TransactItems":[
+      {"Put":{"TableName":"orders","Item":{"pk":{"S":"t"},"sk":{"S":"3"}}}},
+      {"ConditionCheck":{"TableName":"orders","Key":{"pk":{"S":"t"},"sk":{"S":"1"}},"ConditionExpression":"v = :two",
+                         "ExpressionAttributeValues":{":two":{"N":"2"}},"ReturnValuesOnConditionCheckFailure":"ALL_OLD"}}]})");
+  EXPECT_EQ(err["__type"], "com.amazonaws.dynamodb.v20120810#TransactionCanceledException");
+  EXPECT_EQ(err["Message"],
+            "Transaction cancelled, please refer cancellation reasons for specific reasons [None, ConditionalCheckFailed]");
+  ASSERT_EQ(err["CancellationReasons"].size(), 2u);
+  EXPECT_EQ(err["CancellationReasons"][0], J(R"({"Code":"None"})"));
+  EXPECT_EQ(err["CancellationReasons"][1]["Code"], "ConditionalCheckFailed");
+  EXPECT_EQ(err["CancellationReasons"][1]["Item"]["v"], J(R"({"N":"1"})"));
+  EXPECT_EQ(Ok("TransactGetItems", R"({"TransactItems":[
+      {"Get":{"TableName":"orders","Key":{"pk":{"S":"t"},"sk":{"S":"3"}}}},
+      {"Get":{"TableName":"orders","Key":{"pk":{"S":"t"},"sk":{"S":"1"}},"ProjectionExpression":"v"}}]})"),
+            J(R"({"Responses":[{},{"Item":{"v":{"N":"1"}}}]})"));
+}
+
+TEST_F(DdbExecTest, UnknownOperationAndBadBodies) {
+  json e = Err("Scan", "{}");
+  EXPECT_EQ(e["__type"], "com.amazon.coral.service#UnknownOperationException");
+  EXPECT_EQ(Err("PutItem", "[]")["__type"], "com.amazon.coral.service#SerializationException");
+  EXPECT_EQ(Err("DeleteTable", "{}")["__type"], "com.amazon.coral.validate#ValidationException");
+}
+
+TEST_F(DdbExecTest, DeleteTable) {
+  json d = Ok("DeleteTable", R"({"TableName":"orders"})");
+  EXPECT_EQ(d["TableDescription"]["TableStatus"], "DELETING");
+  EXPECT_EQ(Ok("ListTables", "{}"), J(R"({"TableNames":[]})"));
+}
+
+}  // namespace
+}  // namespace outbox::ddbapi
