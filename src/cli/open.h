@@ -1,0 +1,24 @@
+// Opens the embedded stack (one SQLite file) for CLI commands.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "outbox/engine.h"
+#include "queue/sqlite/sqlite_queue.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace outbox::cli {
+
+struct Embedded {
+  std::shared_ptr<sqlite::Database> db;
+  std::unique_ptr<SqliteStore> store;
+  std::unique_ptr<SqliteQueue> queue;
+  std::unique_ptr<Engine> engine;
+};
+
+// Opens (creating when absent) the file at `path` with the engine's tables.
+absl::StatusOr<Embedded> OpenEmbedded(const std::string& path);
+
+}  // namespace outbox::cli
