@@ -27,13 +27,20 @@ void AddRelay(CLI::App& app) {
     std::string output = "table";
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--db", a->db, "SQLite file of the embedded store")->required();
+  cmd->add_option("--db", a->db, "SQLite file of the embedded store (required)");
   cmd->add_option("--mode", a->mode, "feed (change feed; the polling relay is not built yet)")
       ->check(CLI::IsMember({"feed"}));
   cmd->add_option("--queue", a->queue, "FIFO queue to forward to");
   cmd->add_flag("--once", a->once, "Forward everything pending, then exit");
   cmd->add_option("-o,--output", a->output, "json|table")->check(CLI::IsMember({"json", "table"}));
-  cmd->callback([a] {
+  auto* poison = cmd->add_subcommand("poison", "List change records the relay could not forward");
+  cmd->callback([a, poison] {
+    if (poison->parsed()) return;
+    if (a->db.empty()) {
+      std::cerr << "outbox relay: --db is required\n";
+      ExitCode() = kExitUsage;
+      return;
+    }
     auto e = OpenEmbedded(a->db);
     if (!e.ok()) {
       std::cerr << "outbox relay: " << e.status() << "\n";
@@ -71,7 +78,6 @@ void AddRelay(CLI::App& app) {
     ExitCode() = m.errors.load() > 0 ? kExitFailed : kExitOk;
   });
 
-  auto* poison = cmd->add_subcommand("poison", "List change records the relay could not forward");
   auto p = std::make_shared<Args>();
   poison->add_option("--db", p->db, "SQLite file of the embedded store")->required();
   poison->add_option("-o,--output", p->output, "json|table")->check(CLI::IsMember({"json", "table"}));
