@@ -1,0 +1,117 @@
+// The durable worker (SPEC §8): receives batches from the FIFO queue and runs
+// every matching DURABLE subscription's handler through the idempotent inbox,
+// so each handler's effect commits once per event.
+//
+// Rules for one received batch (docs/WORKER.md):
+//  1. A body that is not a valid envelope is a poison pill: recorded in the
+//     inbox's dead-letters table under pk "POISON" (sk = message id) with the raw body
+//     and the error, then deleted at once (the group is never blocked).
+//  2. An event that matches no DURABLE subscription is logged as a warning,
+//     counted (unmatched_events) and deleted.
+//  3. Per matching subscription: claim → handler → complete | release |
+//     mark dead. COMPLETED and DEAD (including "exhausted") are final; BUSY,
+//     a released retry and a lost lease are not.
+//  4. A message is deleted only when every matching subscription is final.
+//  5. Once a message of group G is left undeleted, later messages of G in the
+//     same batch are neither processed nor deleted (group order).
+//  6. Groups of a batch run concurrently on `threads` threads; one group is
+//     never processed by two threads at once.
+//
+// Thread-safety: RunOnce may be called from one thread at a time; Start/Stop
+// from the owning thread; metrics() from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "outbox/clock.h"
+#include "outbox/inbox.h"
+#include "outbox/queue.h"
+#include "outbox/store.h"
+
+namespace outbox {
+
+namespace routing {
+class Router;
+}
+
+struct WorkerOptions {
+  // The FIFO queue the relay feeds.
+  std::string queue = "outbox-events.fifo";
+  // Threads that process the groups of one batch (1..64).
+  int threads = 4;
+  // Messages per receive (1..10).
+  int batch = 10;
+  // Long-poll wait of one receive (0..20 s).
+  absl::Duration wait = absl::Seconds(1);
+  // Inbox owner id of this worker; empty = "<host>:<pid>:<random hex>".
+  std::string owner;
+  // The queue's redrive max_receive_count: a message received this many times
+  // is on its last receive, so a retryable failure marks DEAD instead of
+  // leaving it to the DLQ. When the queue has a redrive policy the smaller of
+  // the two is used (so the worker never misses the last receive).
+  int max_receive_count = 5;
+  // After a retryable failure, shorten/extend the message's visibility to an
+  // exponential backoff (1 s · 2^(receive_count-1), at most 15 min) instead of
+  // waiting for the full visibility timeout.
+  bool backoff_with_visibility = false;
+
+  // InvalidArgument naming the field.
+  absl::Status Validate() const;
+};
+
+// Counters since the worker was made. Read with .load().
+struct WorkerMetrics {
+  std::atomic<int64_t> received{0};          // messages received
+  std::atomic<int64_t> deleted{0};           // messages deleted (done, poison or unmatched)
+  std::atomic<int64_t> poison_pills{0};      // bodies that are not envelopes
+  std::atomic<int64_t> unmatched_events{0};  // events no DURABLE subscription matched
+  std::atomic<int64_t> handler_ok{0};        // runs completed (effects committed)
+  std::atomic<int64_t> handler_retry{0};     // retryable failures released for a later receive
+  std::atomic<int64_t> handler_dead{0};      // runs marked DEAD (terminal, last receive, last attempt)
+  std::atomic<int64_t> lease_lost{0};        // completions refused because the token moved on
+  std::atomic<int64_t> sequence_gaps{0};     // tenant seq jumps seen by this process
+  std::atomic<int64_t> busy{0};              // claims refused: another worker holds the lease
+  std::atomic<int64_t> errors{0};            // store/queue errors (message left for redelivery)
+};
+
+class DurableWorker {
+ public:
+  // Every pointer must outlive the worker. `store` is the inbox's store (poison
+  // pills are written there); `router` holds the subscriptions, only DURABLE
+  // ones are used. `clock` null = the real clock.
+  DurableWorker(Store* store, Queue* queue, Inbox* inbox, routing::Router* router, Clock* clock,
+                WorkerOptions options = {});
+  ~DurableWorker();  // Stop()
+  DurableWorker(const DurableWorker&) = delete;
+  DurableWorker& operator=(const DurableWorker&) = delete;
+
+  // Validates the options and, against the queue's attributes, that it is
+  // FIFO and every DURABLE subscription has handler_timeout < lease <
+  // visibility timeout; ensures the inbox tables. Called by Start and by the
+  // first RunOnce; cheap afterwards.
+  [[nodiscard]] absl::Status Init();
+
+  // One receive (long poll up to options.wait) and the processing of what
+  // arrived. Returns the receive's error, if any; per-message failures are
+  // logged and counted, never returned.
+  [[nodiscard]] absl::Status RunOnce();
+
+  // Background loop of RunOnce until Stop. Fails when Init fails.
+  [[nodiscard]] absl::Status Start();
+  // Graceful: stops receiving, lets the batch in flight finish, joins.
+  void Stop();
+
+  const WorkerMetrics& metrics() const;
+  const WorkerOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace outbox

@@ -1,0 +1,64 @@
+#include "worker/handler_run.h"
+
+#include <chrono>
+#include <exception>
+#include <future>
+#include <thread>
+
+#include "fmt/format.h"
+
+namespace outbox::worker {
+
+absl::Status DurableContext::AddWrite(TransactWriteItem write) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) {
+    return absl::FailedPreconditionError(
+        fmt::format("{}: AddWrite after the run ended (timed out); the write is discarded", key_));
+  }
+  writes_.push_back(std::move(write));
+  return absl::OkStatus();
+}
+
+std::vector<TransactWriteItem> DurableContext::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  return std::move(writes_);
+}
+
+namespace {
+
+absl::Status CallHandler(const Handler& h, HandlerContext& ctx, const Envelope& e) {
+  if (!h) return absl::UnimplementedError("no handler is bound to this subscription");
+  try {
+    return h(ctx, e);
+  } catch (const std::exception& ex) {
+    return absl::InternalError(fmt::format("handler threw: {}", ex.what()));
+  } catch (...) {
+    return absl::InternalError("handler threw an unknown exception");
+  }
+}
+
+}  // namespace
+
+HandlerRun RunHandler(const Handler& handler, std::shared_ptr<DurableContext> ctx, const Envelope& event,
+                      absl::Duration timeout) {
+  auto result = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> done = result->get_future();
+  std::thread t([handler, ctx, event, result] { result->set_value(CallHandler(handler, *ctx, event)); });
+  auto wait = std::chrono::microseconds(absl::ToInt64Microseconds(timeout));
+  HandlerRun run;
+  if (done.wait_for(wait) != std::future_status::ready) {
+    t.detach();
+    (void)ctx->Close();
+    run.status = absl::DeadlineExceededError(
+        fmt::format("handler timed out after {}", absl::FormatDuration(timeout)));
+    return run;
+  }
+  t.join();
+  run.status = done.get();
+  std::vector<TransactWriteItem> writes = ctx->Close();
+  if (run.status.ok()) run.writes = std::move(writes);
+  return run;
+}
+
+}  // namespace outbox::worker

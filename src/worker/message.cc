@@ -1,0 +1,231 @@
+// The per-message rules of SPEC §8 (docs/WORKER.md).
+#include <algorithm>
+#include <exception>
+
+#include "absl/status/statusor.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "outbox/ddb_json.h"
+#include "outbox/envelope_codec.h"
+#include "spdlog/spdlog.h"
+#include "worker/handler_run.h"
+#include "worker/worker_impl.h"
+
+namespace outbox {
+namespace {
+
+// Poison bodies are stored up to this size (a DynamoDB item is <= 400 KB).
+constexpr size_t kMaxPoisonBody = 300 * 1024;
+
+absl::StatusOr<Item> ParseBody(const std::string& body) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(body);
+  } catch (const std::exception& ex) {
+    return absl::InvalidArgumentError(fmt::format("body is not JSON: {}", ex.what()));
+  }
+  if (!j.is_object()) return absl::InvalidArgumentError("body is not a JSON object");
+  return ddbjson::DecodeItem(j);
+}
+
+std::string ErrorText(const absl::Status& s) {
+  return fmt::format("{}: {}", absl::StatusCodeToString(s.code()), std::string(s.message()));
+}
+
+// The body as valid UTF-8 for a string attribute (invalid bytes become '?').
+std::string SafeBody(const std::string& body) {
+  std::string out;
+  size_t n = std::min(body.size(), kMaxPoisonBody);
+  out.reserve(n);
+  for (size_t i = 0; i < n;) {
+    unsigned char c = static_cast<unsigned char>(body[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(body[i + k]) >> 6) == 0x2;
+    if (ok) {
+      out.append(body, i, len);
+      i += len;
+    } else {
+      out.push_back('?');
+      ++i;
+    }
+  }
+  return out;
+}
+
+absl::Duration Backoff(int64_t receive_count) {
+  int shift = static_cast<int>(std::clamp<int64_t>(receive_count - 1, 0, 10));
+  return std::min(absl::Seconds(1) * (int64_t{1} << shift), absl::Minutes(15));
+}
+
+}  // namespace
+
+DurableWorker::Impl::Fate DurableWorker::Impl::Delete(const ReceivedMessage& m) {
+  absl::Status s = queue->Delete(options.queue, m.receipt_handle);
+  if (!s.ok()) {
+    metrics.errors++;
+    spdlog::warn("worker: delete of message {} (group {}) failed: {}; it will be redelivered", m.message_id,
+                 m.group_id, std::string(s.message()));
+    return Fate::kLeft;
+  }
+  metrics.deleted++;
+  return Fate::kDeleted;
+}
+
+DurableWorker::Impl::Fate DurableWorker::Impl::Poison(const ReceivedMessage& m, const std::string& error) {
+  PutRequest p;
+  p.table = inbox->options().dead_letters_table;
+  p.item = Item{{"pk", Value::S("POISON")},
+                {"sk", Value::S(m.message_id)},
+                {"body", Value::S(SafeBody(m.body))},
+                {"body_bytes", Value::N(static_cast<int64_t>(m.body.size()))},
+                {"error", Value::S(error.substr(0, 4096))},
+                {"queue", Value::S(options.queue)},
+                {"group_id", Value::S(m.group_id)},
+                {"receive_count", Value::N(m.receive_count)},
+                {"recorded_at", Value::N(clock->NowMillis())},
+                {"owner", Value::S(options.owner)},
+                {"state", Value::S("POISON")}};
+  auto r = store->PutItem(p);
+  if (!r.ok()) {
+    metrics.errors++;
+    spdlog::error("worker: poison pill {} (group {}) could not be recorded: {}; message left", m.message_id,
+                  m.group_id, std::string(r.status().message()));
+    return Fate::kLeft;
+  }
+  metrics.poison_pills++;
+  spdlog::error("worker: poison pill message={} group={} recorded under POISON: {}", m.message_id, m.group_id,
+                error);
+  return Delete(m);
+}
+
+void DurableWorker::Impl::CheckSequence(const Envelope& e) {
+  int64_t last = 0;
+  {
+    std::lock_guard<std::mutex> lock(seq_mu);
+    auto [it, inserted] = last_seq.try_emplace(e.tenant, e.seq);
+    if (inserted) return;
+    last = it->second;
+    it->second = std::max(last, e.seq);
+  }
+  if (e.seq > last + 1) {
+    metrics.sequence_gaps++;
+    spdlog::warn("worker: sequence gap tenant={} event={} seq={} last_seen={} correlation={}", e.tenant, e.id,
+                 e.seq, last, e.correlation_id);
+  }
+}
+
+DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(const ReceivedMessage& m) {
+  auto item = ParseBody(m.body);
+  if (!item.ok()) return Poison(m, ErrorText(item.status()));
+  auto env = EnvelopeFromItem(*item);
+  if (!env.ok()) return Poison(m, ErrorText(env.status()));
+  CheckSequence(*env);
+
+  std::vector<const Subscription*> subs = router->Match(*env, Lane::kDurable);
+  if (subs.empty()) {
+    metrics.unmatched_events++;
+    spdlog::warn("worker: event delivered to nobody: tenant={} event={} type={} correlation={}", env->tenant,
+                 env->id, env->type, env->correlation_id);
+    return Delete(m);
+  }
+  bool all_final = true;
+  bool retried = false;
+  for (const Subscription* sub : subs) {
+    if (!RunSubscription(m, *env, *item, *sub, &retried)) all_final = false;
+  }
+  if (all_final) return Delete(m);
+  if (retried && options.backoff_with_visibility) {
+    absl::Status s = queue->ChangeVisibility(options.queue, m.receipt_handle, Backoff(m.receive_count));
+    if (!s.ok()) {
+      spdlog::warn("worker: backoff of message {} failed: {}", m.message_id, std::string(s.message()));
+    }
+  }
+  return Fate::kLeft;
+}
+
+bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelope& e, const Item& item,
+                                          const Subscription& sub, bool* retried) {
+  InboxKey key{e.id, sub.name, e.tenant};
+  auto claim = inbox->TryClaim(key, options.owner, sub.options.lease, sub.options.max_attempts);
+  if (!claim.ok()) {
+    metrics.errors++;
+    spdlog::error("worker: claim failed tenant={} event={} correlation={} subscription={}: {}", e.tenant, e.id,
+                  e.correlation_id, sub.name, std::string(claim.status().message()));
+    return false;
+  }
+  switch (claim->outcome) {
+    case Claim::Outcome::kCompleted:
+      return true;
+    case Claim::Outcome::kExhausted:
+      spdlog::debug("worker: exhausted tenant={} event={} subscription={} attempt={}", e.tenant, e.id, sub.name,
+                    claim->attempt);
+      return true;
+    case Claim::Outcome::kBusy:
+      metrics.busy++;
+      spdlog::info("worker: busy (leased elsewhere) tenant={} event={} correlation={} subscription={} attempt={}",
+                   e.tenant, e.id, e.correlation_id, sub.name, claim->attempt);
+      return false;
+    case Claim::Outcome::kClaimed:
+      break;
+  }
+  auto ctx = std::make_shared<worker::DurableContext>(
+      RequestContext{e.tenant, e.correlation_id, e.actor}, key.idempotency_key(), claim->attempt,
+      clock->Now() + sub.options.handler_timeout);
+  worker::HandlerRun run = worker::RunHandler(sub.handler, ctx, e, sub.options.handler_timeout);
+  if (!run.status.ok()) return Fail(m, e, item, sub, key, *claim, run.status, retried);
+
+  absl::Status done = inbox->Complete(key, claim->token, std::move(run.writes));
+  if (done.ok()) {
+    metrics.handler_ok++;
+    spdlog::info("worker: completed tenant={} event={} correlation={} subscription={} attempt={}", e.tenant, e.id,
+                 e.correlation_id, sub.name, claim->attempt);
+    return true;
+  }
+  // Lease lost (the token moved on) or a handler write failed? Ask the row.
+  auto row = inbox->Get(key);
+  if (row.ok() && *row && ((*row)->token != claim->token || (*row)->status != InboxStatus::kPending)) {
+    metrics.lease_lost++;
+    spdlog::warn("worker: lease lost tenant={} event={} correlation={} subscription={} attempt={}: {}", e.tenant,
+                 e.id, e.correlation_id, sub.name, claim->attempt, std::string(done.message()));
+    return (*row)->status == InboxStatus::kCompleted || (*row)->status == InboxStatus::kDead;
+  }
+  return Fail(m, e, item, sub, key, *claim, done, retried);
+}
+
+bool DurableWorker::Impl::Fail(const ReceivedMessage& m, const Envelope& e, const Item& item,
+                               const Subscription& sub, const InboxKey& key, const Claim& claim,
+                               const absl::Status& error, bool* retried) {
+  const bool terminal = IsTerminal(error);
+  const bool last_receive = m.receive_count >= max_receive_count;
+  const bool last_attempt = claim.attempt >= sub.options.max_attempts;
+  const std::string text = ErrorText(error);
+  if (terminal || last_receive || last_attempt) {
+    absl::Status s = inbox->MarkDead(key, claim.token, text, terminal, sub.options.max_attempts, item);
+    if (!s.ok()) {
+      (s.code() == absl::StatusCode::kFailedPrecondition ? metrics.lease_lost : metrics.errors)++;
+      spdlog::error("worker: mark dead failed tenant={} event={} subscription={} attempt={}: {}", e.tenant, e.id,
+                    sub.name, claim.attempt, std::string(s.message()));
+      return false;
+    }
+    metrics.handler_dead++;
+    spdlog::error("worker: DEAD ({}) tenant={} event={} correlation={} subscription={} attempt={} receive={}: {}",
+                  terminal ? "terminal" : last_attempt ? "last attempt" : "last receive", e.tenant, e.id,
+                  e.correlation_id, sub.name, claim.attempt, m.receive_count, text);
+    return true;
+  }
+  absl::Status s = inbox->Release(key, claim.token, text);
+  if (!s.ok()) {
+    (s.code() == absl::StatusCode::kFailedPrecondition ? metrics.lease_lost : metrics.errors)++;
+    spdlog::warn("worker: release failed tenant={} event={} subscription={} attempt={}: {}", e.tenant, e.id,
+                 sub.name, claim.attempt, std::string(s.message()));
+    return false;
+  }
+  metrics.handler_retry++;
+  *retried = true;
+  spdlog::warn("worker: retry tenant={} event={} correlation={} subscription={} attempt={} receive={}: {}",
+               e.tenant, e.id, e.correlation_id, sub.name, claim.attempt, m.receive_count, text);
+  return false;
+}
+
+}  // namespace outbox

@@ -1,0 +1,142 @@
+// DurableWorker lifecycle and batch scheduling: groups of a batch run
+// concurrently, each group on exactly one thread, in queue order.
+#include "outbox/worker.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+#include "worker/worker_impl.h"
+
+namespace outbox {
+
+DurableWorker::DurableWorker(Store* store, Queue* queue, Inbox* inbox, routing::Router* router, Clock* clock,
+                             WorkerOptions options)
+    : impl_(std::make_unique<Impl>(store, queue, inbox, router, clock, std::move(options))) {
+  if (impl_->options.owner.empty()) impl_->options.owner = DefaultWorkerOwner();
+}
+
+DurableWorker::~DurableWorker() { Stop(); }
+
+const WorkerMetrics& DurableWorker::metrics() const { return impl_->metrics; }
+const WorkerOptions& DurableWorker::options() const { return impl_->options; }
+
+absl::Status DurableWorker::Init() {
+  Impl& w = *impl_;
+  std::lock_guard<std::mutex> lock(w.init_mu);
+  if (w.initialized) return absl::OkStatus();
+  if (auto s = w.options.Validate(); !s.ok()) return s;
+  auto attrs = w.queue->GetAttributes(w.options.queue);
+  if (!attrs.ok()) return attrs.status();
+  if (!attrs->options.fifo) {
+    return absl::FailedPreconditionError(fmt::format("worker: queue {} is not FIFO", w.options.queue));
+  }
+  w.visibility = attrs->options.visibility_timeout;
+  w.max_receive_count = w.options.max_receive_count;
+  if (attrs->options.redrive) {
+    w.max_receive_count = std::min(w.max_receive_count, attrs->options.redrive->max_receive_count);
+  }
+  for (const Subscription* sub : w.router->All()) {
+    if (sub->lane != Lane::kDurable) continue;
+    const SubscriptionOptions& o = sub->options;
+    if (o.max_attempts < 1) {
+      return absl::InvalidArgumentError(fmt::format("subscription {}: max_attempts must be >= 1", sub->name));
+    }
+    if (o.lease >= w.visibility) {
+      return absl::FailedPreconditionError(fmt::format(
+          "subscription {}: lease {} must be shorter than the visibility timeout {} of queue {}", sub->name,
+          absl::FormatDuration(o.lease), absl::FormatDuration(w.visibility), w.options.queue));
+    }
+    if (o.handler_timeout <= absl::ZeroDuration() || o.handler_timeout >= o.lease) {
+      return absl::FailedPreconditionError(
+          fmt::format("subscription {}: handler_timeout {} must be positive and shorter than the lease {}",
+                      sub->name, absl::FormatDuration(o.handler_timeout), absl::FormatDuration(o.lease)));
+    }
+  }
+  if (auto s = w.inbox->EnsureTables(); !s.ok()) return s;
+  w.initialized = true;
+  spdlog::info("worker: {} on queue {} (threads={}, batch={}, max_receive_count={}, visibility={})",
+               w.options.owner, w.options.queue, w.options.threads, w.options.batch, w.max_receive_count,
+               absl::FormatDuration(w.visibility));
+  return absl::OkStatus();
+}
+
+absl::Status DurableWorker::RunOnce() {
+  if (auto s = Init(); !s.ok()) return s;
+  Impl& w = *impl_;
+  ReceiveOptions ro;
+  ro.max_messages = w.options.batch;
+  ro.wait_time = w.options.wait;
+  auto batch = w.queue->Receive(w.options.queue, ro);
+  if (!batch.ok()) {
+    w.metrics.errors++;
+    return batch.status();
+  }
+  w.metrics.received += static_cast<int64_t>(batch->size());
+  if (!batch->empty()) w.ProcessBatch(*batch);
+  return absl::OkStatus();
+}
+
+void DurableWorker::Impl::ProcessBatch(const std::vector<ReceivedMessage>& batch) {
+  std::vector<std::vector<const ReceivedMessage*>> groups;
+  absl::flat_hash_map<std::string, size_t> index;
+  for (const ReceivedMessage& m : batch) {
+    auto [it, inserted] = index.try_emplace(m.group_id, groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(&m);
+  }
+  size_t n = std::min(groups.size(), static_cast<size_t>(options.threads));
+  if (n <= 1) {
+    for (const auto& g : groups) ProcessGroup(g);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto drain = [&] {
+    for (size_t i = next++; i < groups.size(); i = next++) ProcessGroup(groups[i]);
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(n - 1);
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(drain);
+  drain();
+  for (auto& t : pool) t.join();
+}
+
+void DurableWorker::Impl::ProcessGroup(const std::vector<const ReceivedMessage*>& group) {
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (ProcessMessage(*group[i]) == Fate::kDeleted) continue;
+    if (i + 1 < group.size()) {
+      spdlog::info("worker: group {}: message {} left; {} later message(s) of the group left unprocessed",
+                   group[i]->group_id, group[i]->message_id, group.size() - i - 1);
+    }
+    return;
+  }
+}
+
+absl::Status DurableWorker::Start() {
+  if (auto s = Init(); !s.ok()) return s;
+  Impl& w = *impl_;
+  if (w.loop.joinable()) return absl::OkStatus();
+  w.stopping = false;
+  w.loop = std::thread([this] {
+    Impl& w = *impl_;
+    while (!w.stopping.load()) {
+      absl::Status s = RunOnce();
+      if (!s.ok()) {
+        spdlog::error("worker: receive from {} failed: {}", w.options.queue, std::string(s.message()));
+        for (int i = 0; i < 10 && !w.stopping.load(); ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+void DurableWorker::Stop() {
+  Impl& w = *impl_;
+  w.stopping = true;
+  if (w.loop.joinable()) w.loop.join();
+}
+
+}  // namespace outbox

@@ -1,0 +1,697 @@
+// The tests that prove "once" (SPEC §10) for the durable worker, on a real
+// embedded store + queue. Handlers write their effect through AddWrite
+// (`effects` row per idempotency key, `runs` incremented), so "exactly once"
+// is checked in the store, not only in memory.
+#include "outbox/worker.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "outbox/ddb_json.h"
+#include "outbox/envelope_codec.h"
+#include "queue/sqlite/sqlite_queue.h"
+#include "routing/router.h"
+#include "store/sqlite/sqlite_store.h"
+#include "support/temp_dir.h"
+
+namespace outbox {
+namespace {
+
+constexpr char kQueue[] = "outbox-events.fifo";
+constexpr char kDlq[] = "outbox-events-dlq.fifo";
+
+// ---- shared helpers ----------------------------------------------------------------
+
+Envelope MakeEvent(Clock* clock, const std::string& tenant, int64_t seq, const std::string& type) {
+  Envelope e;
+  e.id = NewEventId(clock->NowMillis());
+  e.type = type;
+  e.tenant = tenant;
+  e.seq = seq;
+  e.correlation_id = "corr-" + tenant + "-" + std::to_string(seq);
+  e.actor = "tester";
+  e.occurred_at_ms = clock->NowMillis();
+  e.payload = Value::M(Item{{"seq", Value::N(seq)}});
+  e.prev_hash = std::string(kGenesisHash);
+  e.hash = ComputeEventHash(e);
+  return e;
+}
+
+std::string Body(const Envelope& e) { return ddbjson::Encode(EnvelopeToItem(e)).dump(); }
+
+// The handler's effect: effects[<idempotency key>].runs += 1, writer = who.
+TransactWriteItem EffectWrite(const HandlerContext& ctx, const std::string& who) {
+  TransactWriteItem w;
+  w.kind = TransactWriteItem::Kind::kUpdate;
+  w.table = "effects";
+  w.item = Item{{"pk", Value::S(ctx.idempotency_key())}};
+  w.update = "ADD runs :one SET writer = :who";
+  w.args.values = {{":one", Value::N(int64_t{1})}, {":who", Value::S(who)}};
+  return w;
+}
+
+struct Env {
+  std::shared_ptr<sqlite::Database> db;
+  std::unique_ptr<SqliteStore> store;
+  std::unique_ptr<SqliteQueue> queue;
+  std::unique_ptr<Inbox> inbox;
+};
+
+// Opens (and on first use creates) store, queue, inbox, effects table and the
+// FIFO queue with redrive to a DLQ.
+Env OpenEnv(const std::string& path, Clock* clock, absl::Duration visibility, int max_receive, bool create) {
+  Env env;
+  sqlite::DatabaseOptions o;
+  o.path = path;
+  env.db = *sqlite::Database::Open(o);
+  SqliteStoreOptions so;
+  so.sweep_interval = absl::ZeroDuration();
+  env.store = *SqliteStore::Open(env.db, clock, so);
+  env.queue = *SqliteQueue::Open(env.db, clock);
+  env.inbox = std::make_unique<Inbox>(env.store.get(), clock);
+  if (create) {
+    EXPECT_TRUE(env.inbox->EnsureTables().ok());
+    TableSpec effects;
+    effects.name = "effects";
+    effects.hash_key = {"pk", Type::S};
+    EXPECT_TRUE(env.store->CreateTable(effects).ok());
+    QueueOptions dlq;
+    dlq.fifo = true;
+    EXPECT_TRUE(env.queue->CreateQueue(kDlq, dlq).ok());
+    QueueOptions q;
+    q.fifo = true;
+    q.visibility_timeout = visibility;
+    q.redrive = RedrivePolicy{kDlq, max_receive};
+    EXPECT_TRUE(env.queue->CreateQueue(kQueue, q).ok());
+  }
+  return env;
+}
+
+int64_t EffectRuns(Store* store, const std::string& key, std::string* writer = nullptr) {
+  GetRequest g;
+  g.table = "effects";
+  g.key = Item{{"pk", Value::S(key)}};
+  g.consistent_read = true;
+  auto r = store->GetItem(g);
+  if (!r.ok() || !r->has_value()) return 0;
+  int64_t n = 0;
+  (void)(**r).at("runs").n().ToInt64(&n);
+  if (writer) *writer = (**r).at("writer").s();
+  return n;
+}
+
+// ---- fixture on a ManualClock --------------------------------------------------------
+
+class WorkerProofs : public ::testing::Test {
+ protected:
+  static constexpr absl::Duration kVisibility = absl::Seconds(30);
+
+  void SetUp() override { env_ = OpenEnv(dir_.file("worker.db"), &clock_, kVisibility, 5, true); }
+
+  SendResult Send(const Envelope& e, const std::string& dedup = "") {
+    SendMessageRequest r;
+    r.body = Body(e);
+    r.group_id = e.tenant;
+    r.dedup_id = dedup.empty() ? e.id : dedup;
+    auto s = env_.queue->Send(kQueue, r);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return *s;
+  }
+  SendResult SendRaw(const std::string& body, const std::string& group, const std::string& dedup) {
+    auto s = env_.queue->Send(kQueue, {body, group, dedup, std::nullopt});
+    EXPECT_TRUE(s.ok()) << s.status();
+    return *s;
+  }
+  Envelope Event(const std::string& tenant, int64_t seq, const std::string& type = "order.placed") {
+    return MakeEvent(&clock_, tenant, seq, type);
+  }
+
+  // A durable subscription whose handler writes its effect, then applies `fail`
+  // (which sees the attempt number) to decide the result.
+  void Subscribe(const std::string& name, const std::string& glob,
+                 std::function<absl::Status(HandlerContext&, const Envelope&)> fail = nullptr,
+                 int max_attempts = 3) {
+    Subscription s;
+    s.name = name;
+    s.glob = glob;
+    s.lane = Lane::kDurable;
+    s.options.max_attempts = max_attempts;
+    s.options.lease = absl::Seconds(20);
+    s.options.handler_timeout = absl::Seconds(10);
+    s.handler = [this, name, fail](HandlerContext& ctx, const Envelope& e) -> absl::Status {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        calls_[name]++;
+        order_[e.tenant].push_back(e.seq);
+      }
+      if (fail) {
+        absl::Status s = fail(ctx, e);
+        if (!s.ok()) return s;
+      }
+      return ctx.AddWrite(EffectWrite(ctx, name));
+    };
+    ASSERT_TRUE(router_.Add(std::move(s)).ok());
+  }
+
+  std::unique_ptr<DurableWorker> Worker(const std::string& owner = "w1") {
+    WorkerOptions o;
+    o.owner = owner;
+    o.wait = absl::ZeroDuration();
+    return std::make_unique<DurableWorker>(env_.store.get(), env_.queue.get(), env_.inbox.get(), &router_,
+                                           &clock_, o);
+  }
+  void Run(DurableWorker& w) {
+    absl::Status s = w.RunOnce();
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  // Past the visibility timeout (and so every lease).
+  void Expire() { clock_.Advance(kVisibility + absl::Seconds(1)); }
+
+  int Calls(const std::string& sub) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_[sub];
+  }
+  std::vector<int64_t> Order(const std::string& tenant) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return order_[tenant];
+  }
+  int64_t Runs(const Envelope& e, const std::string& sub, std::string* writer = nullptr) {
+    return EffectRuns(env_.store.get(), e.id + ":" + sub, writer);
+  }
+  int64_t QueueDepth() {
+    auto a = env_.queue->GetAttributes(kQueue);
+    return a->visible + a->in_flight + a->delayed;
+  }
+  int64_t InFlight() { return env_.queue->GetAttributes(kQueue)->in_flight; }
+  std::optional<InboxRow> Row(const Envelope& e, const std::string& sub) {
+    auto r = env_.inbox->Get({e.id, sub, e.tenant});
+    EXPECT_TRUE(r.ok());
+    return *r;
+  }
+  std::optional<Item> DeadLetter(const Envelope& e, const std::string& sub) {
+    GetRequest g;
+    g.table = env_.inbox->options().dead_letters_table;
+    g.key = Inbox::DeadLetterKey({e.id, sub, e.tenant});
+    return *env_.store->GetItem(g);
+  }
+  std::optional<Item> PoisonRecord(const std::string& message_id) {
+    GetRequest g;
+    g.table = env_.inbox->options().dead_letters_table;
+    g.key = Item{{"pk", Value::S("POISON")}, {"sk", Value::S(message_id)}};
+    return *env_.store->GetItem(g);
+  }
+
+  testing_support::TempDir dir_;
+  ManualClock clock_;
+  Env env_;
+  routing::Router router_;
+  std::mutex mu_;
+  std::map<std::string, int> calls_;
+  std::map<std::string, std::vector<int64_t>> order_;
+};
+
+TEST_F(WorkerProofs, FlakyHandlerRunsAgainOnTheNextReceiveAndCommitsOnce) {
+  Subscribe("notify", "order.*", [](HandlerContext& ctx, const Envelope&) {
+    return ctx.attempt() == 1 ? absl::UnavailableError("downstream flaked") : absl::OkStatus();
+  });
+  auto w = Worker();
+  Envelope e = Event("t1", 1);
+  Send(e);
+  Run(*w);
+  EXPECT_EQ(w->metrics().handler_retry.load(), 1);
+  EXPECT_EQ(QueueDepth(), 1);  // left for redelivery
+  EXPECT_EQ(Row(e, "notify")->status, InboxStatus::kRetry);
+  Run(*w);  // still invisible: nothing to do
+  EXPECT_EQ(Calls("notify"), 1);
+  Expire();
+  Run(*w);
+  EXPECT_EQ(Calls("notify"), 2);
+  EXPECT_EQ(Runs(e, "notify"), 1);
+  EXPECT_EQ(Row(e, "notify")->status, InboxStatus::kCompleted);
+  EXPECT_EQ(QueueDepth(), 0);
+  EXPECT_EQ(w->metrics().handler_ok.load(), 1);
+  EXPECT_EQ(w->metrics().deleted.load(), 1);
+}
+
+TEST_F(WorkerProofs, TerminalErrorDeadLettersAfterOneTryAndDeletes) {
+  Subscribe("charge", "order.*", [](HandlerContext&, const Envelope&) { return TerminalError("card refused"); });
+  auto w = Worker();
+  Envelope e = Event("t1", 1);
+  Send(e);
+  Run(*w);
+  EXPECT_EQ(Calls("charge"), 1);
+  EXPECT_EQ(QueueDepth(), 0);
+  EXPECT_EQ(w->metrics().handler_dead.load(), 1);
+  auto row = Row(e, "charge");
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->status, InboxStatus::kDead);
+  EXPECT_EQ(row->attempts, 3);  // terminal: attempts := max
+  auto dl = DeadLetter(e, "charge");
+  ASSERT_TRUE(dl);
+  EXPECT_TRUE(dl->at("terminal").boolean());
+  EXPECT_NE(dl->at("error").s().find("card refused"), std::string::npos);
+  EXPECT_EQ(Runs(e, "charge"), 0);
+  // A stray redelivery does not run it again.
+  Send(e, "again");
+  Run(*w);
+  EXPECT_EQ(Calls("charge"), 1);
+  EXPECT_EQ(QueueDepth(), 0);
+}
+
+TEST_F(WorkerProofs, ExhaustedRetriesMarkDeadAtTheLastAttempt) {
+  Subscribe("sync", "order.*", [](HandlerContext&, const Envelope&) { return absl::InternalError("boom"); },
+            /*max_attempts=*/3);
+  auto w = Worker();
+  Envelope e = Event("t1", 1);
+  Send(e);
+  for (int i = 0; i < 3; ++i) {
+    Run(*w);
+    Expire();
+  }
+  EXPECT_EQ(Calls("sync"), 3);
+  EXPECT_EQ(w->metrics().handler_retry.load(), 2);
+  EXPECT_EQ(w->metrics().handler_dead.load(), 1);
+  EXPECT_EQ(QueueDepth(), 0);
+  auto row = Row(e, "sync");
+  EXPECT_EQ(row->status, InboxStatus::kDead);
+  EXPECT_EQ(row->attempts, 3);
+  auto dl = DeadLetter(e, "sync");
+  ASSERT_TRUE(dl);
+  EXPECT_FALSE(dl->at("terminal").boolean());
+  Run(*w);
+  EXPECT_EQ(Calls("sync"), 3);
+}
+
+TEST_F(WorkerProofs, LastReceiveMarksDeadBeforeTheQueueDeadLetters) {
+  // max_attempts 10 but the queue redrives after 5 receives: receive 5 is the last.
+  Subscribe("sync", "order.*", [](HandlerContext&, const Envelope&) { return absl::InternalError("boom"); }, 10);
+  auto w = Worker();
+  Envelope e = Event("t1", 1);
+  Send(e);
+  for (int i = 0; i < 5; ++i) {
+    Run(*w);
+    Expire();
+  }
+  EXPECT_EQ(Calls("sync"), 5);
+  EXPECT_EQ(QueueDepth(), 0);
+  EXPECT_EQ(Row(e, "sync")->status, InboxStatus::kDead);
+  EXPECT_EQ(Row(e, "sync")->attempts, 5);  // kept: a move back from the DLQ could still run it
+  EXPECT_TRUE(DeadLetter(e, "sync"));
+}
+
+TEST_F(WorkerProofs, StaleLeaseSlowHandlerCommitsNothing) {
+  std::promise<void> started, release;
+  std::shared_future<void> go = release.get_future().share();
+  std::atomic<int> first{1};
+  Subscription s;
+  s.name = "slow";
+  s.glob = "order.*";
+  s.options.max_attempts = 5;
+  s.options.lease = absl::Seconds(20);
+  s.options.handler_timeout = absl::Seconds(10);
+  s.handler = [&](HandlerContext& ctx, const Envelope&) -> absl::Status {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      calls_["slow"]++;
+    }
+    if (first.exchange(0) == 1) {  // worker A: stalls past its lease
+      started.set_value();
+      go.wait();
+      return ctx.AddWrite(EffectWrite(ctx, "A"));
+    }
+    return ctx.AddWrite(EffectWrite(ctx, "B"));
+  };
+  ASSERT_TRUE(router_.Add(std::move(s)).ok());
+  auto a = Worker("A");
+  auto b = Worker("B");
+  Envelope e = Event("t1", 1);
+  Send(e);
+  std::thread ta([&] { Run(*a); });
+  started.get_future().wait();
+  Expire();  // A's lease and the message's visibility end while A is still running
+  Run(*b);
+  EXPECT_EQ(b->metrics().handler_ok.load(), 1);
+  release.set_value();
+  ta.join();
+  EXPECT_EQ(a->metrics().lease_lost.load(), 1);
+  EXPECT_EQ(a->metrics().handler_ok.load(), 0);
+  std::string writer;
+  EXPECT_EQ(Runs(e, "slow", &writer), 1);
+  EXPECT_EQ(writer, "B");
+  EXPECT_EQ(Calls("slow"), 2);
+  EXPECT_EQ(QueueDepth(), 0);
+}
+
+TEST_F(WorkerProofs, DuplicateDeliveryRunsTheHandlerOnce) {
+  Subscribe("notify", "order.*");
+  auto w = Worker();
+  Envelope e = Event("t1", 1);
+  Send(e, "dedup-1");
+  Send(e, "dedup-2");  // a second copy with another dedup id
+  Run(*w);
+  EXPECT_EQ(w->metrics().received.load(), 2);
+  EXPECT_EQ(QueueDepth(), 0);
+  Send(e, "dedup-3");  // redelivered after completion
+  Run(*w);
+  EXPECT_EQ(Calls("notify"), 1);
+  EXPECT_EQ(Runs(e, "notify"), 1);
+  EXPECT_EQ(w->metrics().deleted.load(), 3);
+  EXPECT_EQ(w->metrics().sequence_gaps.load(), 0);  // a redelivery is not a gap
+}
+
+TEST_F(WorkerProofs, PartialBatchKeepsGroupOrderAndOtherGroupsProceed) {
+  std::atomic<bool> failed_once{false};
+  Subscribe("apply", "order.*", [&](HandlerContext&, const Envelope& e) {
+    if (e.tenant == "G" && e.seq == 2 && !failed_once.exchange(true)) return absl::UnavailableError("later");
+    return absl::OkStatus();
+  });
+  auto w = Worker();
+  std::vector<Envelope> g, h;
+  for (int i = 1; i <= 5; ++i) g.push_back(Event("G", i));
+  for (int i = 1; i <= 3; ++i) h.push_back(Event("H", i));
+  for (const auto& e : g) Send(e);
+  for (const auto& e : h) Send(e);
+  Run(*w);
+  EXPECT_EQ(w->metrics().received.load(), 8);
+  EXPECT_EQ(Order("G"), (std::vector<int64_t>{1, 2}));  // 3..5 not processed
+  EXPECT_EQ(Order("H"), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(InFlight(), 4);                             // G2..G5 neither processed nor deleted
+  EXPECT_EQ(QueueDepth(), 4);
+  for (int i = 2; i < 5; ++i) EXPECT_FALSE(Row(g[i], "apply")) << "G" << i + 1 << " was claimed";
+  Expire();
+  Run(*w);
+  EXPECT_EQ(Order("G"), (std::vector<int64_t>{1, 2, 2, 3, 4, 5}));
+  EXPECT_EQ(QueueDepth(), 0);
+  for (const auto& e : g) EXPECT_EQ(Runs(e, "apply"), 1);
+  for (const auto& e : h) EXPECT_EQ(Runs(e, "apply"), 1);
+}
+
+TEST_F(WorkerProofs, PoisonPillIsRecordedAndDeletedAndTheGroupFlows) {
+  Subscribe("notify", "order.*");
+  auto w = Worker();
+  SendResult p1 = SendRaw("this is {not json", "t1", "p1");
+  SendResult p2 = SendRaw(R"({"id":{"S":"x"}})", "t1", "p2");  // JSON, but not an envelope
+  Envelope e = Event("t1", 1);
+  Send(e);
+  Run(*w);
+  EXPECT_EQ(w->metrics().poison_pills.load(), 2);
+  EXPECT_EQ(QueueDepth(), 0);
+  EXPECT_EQ(Runs(e, "notify"), 1);
+  auto r1 = PoisonRecord(p1.message_id);
+  ASSERT_TRUE(r1);
+  EXPECT_EQ(r1->at("body").s(), "this is {not json");
+  EXPECT_NE(r1->at("error").s().find("not JSON"), std::string::npos);
+  auto r2 = PoisonRecord(p2.message_id);
+  ASSERT_TRUE(r2);
+  EXPECT_NE(r2->at("error").s().find("envelope"), std::string::npos) << r2->at("error").s();
+}
+
+TEST_F(WorkerProofs, FanOutIsolationOneFailingSubscriptionDoesNotRerunTheOthers) {
+  Subscribe("s1", "order.*");
+  Subscribe("s2", "order.placed");
+  Subscribe("s3", "order.*", [](HandlerContext&, const Envelope&) { return absl::UnavailableError("s3 down"); },
+            5);
+  Subscribe("s4", "*");
+  auto w = Worker();
+  Envelope e = Event("t1", 1);
+  Send(e);
+  Run(*w);
+  EXPECT_EQ(QueueDepth(), 1);
+  Expire();
+  Run(*w);
+  EXPECT_EQ(QueueDepth(), 1);
+  for (const char* s : {"s1", "s2", "s4"}) {
+    EXPECT_EQ(Calls(s), 1) << s;
+    EXPECT_EQ(Runs(e, s), 1) << s;
+    EXPECT_EQ(Row(e, s)->status, InboxStatus::kCompleted) << s;
+  }
+  EXPECT_EQ(Calls("s3"), 2);
+  EXPECT_EQ(Runs(e, "s3"), 0);
+  EXPECT_EQ(Row(e, "s3")->status, InboxStatus::kRetry);
+}
+
+TEST_F(WorkerProofs, UnmatchedEventIsCountedAndDeleted) {
+  Subscribe("notify", "order.*");
+  auto w = Worker();
+  Send(Event("t1", 1, "inventory.counted"));
+  Run(*w);
+  EXPECT_EQ(w->metrics().unmatched_events.load(), 1);
+  EXPECT_EQ(w->metrics().deleted.load(), 1);
+  EXPECT_EQ(QueueDepth(), 0);
+  EXPECT_EQ(Calls("notify"), 0);
+}
+
+TEST_F(WorkerProofs, SequenceGapsAreCounted) {
+  Subscribe("notify", "order.*");
+  auto w = Worker();
+  Send(Event("t1", 1));
+  Send(Event("t1", 2));
+  Send(Event("t1", 4));
+  Send(Event("t2", 7));  // first sight of a tenant is not a gap
+  Run(*w);
+  EXPECT_EQ(w->metrics().sequence_gaps.load(), 1);
+  EXPECT_EQ(QueueDepth(), 0);
+}
+
+TEST_F(WorkerProofs, BusyClaimLeavesTheMessage) {
+  Subscribe("notify", "order.*");
+  auto w = Worker();
+  Envelope e = Event("t1", 1);
+  auto held = env_.inbox->TryClaim({e.id, "notify", e.tenant}, "elsewhere", absl::Seconds(20), 3);
+  ASSERT_TRUE(held.ok());
+  Send(e);
+  Run(*w);
+  EXPECT_EQ(w->metrics().busy.load(), 1);
+  EXPECT_EQ(Calls("notify"), 0);
+  EXPECT_EQ(QueueDepth(), 1);
+  Expire();  // the other holder's lease ends (crashed): take-over
+  Run(*w);
+  EXPECT_EQ(Calls("notify"), 1);
+  EXPECT_EQ(QueueDepth(), 0);
+}
+
+TEST_F(WorkerProofs, HandlerTimeoutAndExceptionAreRetryable) {
+  Subscription s;
+  s.name = "hang";
+  s.glob = "order.*";
+  s.options.lease = absl::Seconds(20);
+  s.options.handler_timeout = absl::Milliseconds(100);
+  s.handler = [](HandlerContext& ctx, const Envelope&) -> absl::Status {
+    if (ctx.attempt() == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      // The run already ended: this write must not be committed.
+      EXPECT_FALSE(ctx.AddWrite(EffectWrite(ctx, "late")).ok());
+      return absl::OkStatus();
+    }
+    if (ctx.attempt() == 2) throw std::runtime_error("kaput");
+    return ctx.AddWrite(EffectWrite(ctx, "third"));
+  };
+  ASSERT_TRUE(router_.Add(std::move(s)).ok());
+  auto w = Worker();
+  Envelope e = Event("t1", 1);
+  Send(e);
+  Run(*w);
+  EXPECT_EQ(w->metrics().handler_retry.load(), 1);
+  EXPECT_NE(Row(e, "hang")->last_error.find("timed out"), std::string::npos);
+  Expire();
+  Run(*w);
+  EXPECT_EQ(w->metrics().handler_retry.load(), 2);
+  EXPECT_NE(Row(e, "hang")->last_error.find("kaput"), std::string::npos);
+  Expire();
+  Run(*w);
+  std::string writer;
+  EXPECT_EQ(Runs(e, "hang", &writer), 1);
+  EXPECT_EQ(writer, "third");
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // let the detached first run finish
+}
+
+TEST_F(WorkerProofs, HandlerContextCarriesTheEventsRequest) {
+  RequestContext seen;
+  std::string key;
+  absl::Time deadline;
+  Subscription s;
+  s.name = "ctx";
+  s.glob = "order.*";
+  s.options.lease = absl::Seconds(20);
+  s.options.handler_timeout = absl::Seconds(10);
+  s.handler = [&](HandlerContext& ctx, const Envelope&) {
+    seen = ctx.request();
+    key = ctx.idempotency_key();
+    deadline = ctx.deadline();
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(router_.Add(std::move(s)).ok());
+  auto w = Worker();
+  Envelope e = Event("acme", 1);
+  Send(e);
+  Run(*w);
+  EXPECT_EQ(seen.tenant, "acme");
+  EXPECT_EQ(seen.correlation_id, e.correlation_id);
+  EXPECT_EQ(seen.actor, "tester");
+  EXPECT_EQ(key, e.id + ":ctx");
+  EXPECT_EQ(deadline, clock_.Now() + absl::Seconds(10));
+}
+
+TEST_F(WorkerProofs, StartRefusesALeaseNotShorterThanTheVisibilityTimeout) {
+  Subscription s;
+  s.name = "long";
+  s.glob = "order.*";
+  s.options.lease = kVisibility;
+  s.options.handler_timeout = absl::Seconds(10);
+  s.handler = [](HandlerContext&, const Envelope&) { return absl::OkStatus(); };
+  ASSERT_TRUE(router_.Add(std::move(s)).ok());
+  auto w = Worker();
+  absl::Status st = w->Start();
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(std::string(st.message()).find("visibility"), std::string::npos);
+  EXPECT_FALSE(w->RunOnce().ok());
+}
+
+TEST(WorkerOptionsTest, ValidateNamesTheField) {
+  WorkerOptions o;
+  EXPECT_TRUE(o.Validate().ok());
+  o.batch = 11;
+  EXPECT_NE(std::string(o.Validate().message()).find("batch"), std::string::npos);
+  o = WorkerOptions{};
+  o.threads = 0;
+  EXPECT_NE(std::string(o.Validate().message()).find("threads"), std::string::npos);
+}
+
+TEST_F(WorkerProofs, StartStopDrainsInBackground) {
+  Subscribe("notify", "order.*");
+  WorkerOptions o;
+  o.owner = "bg";
+  o.wait = absl::Milliseconds(50);
+  DurableWorker w(env_.store.get(), env_.queue.get(), env_.inbox.get(), &router_, &clock_, o);
+  ASSERT_TRUE(w.Start().ok());
+  std::vector<Envelope> events;
+  for (int t = 0; t < 4; ++t) {
+    for (int i = 1; i <= 5; ++i) events.push_back(Event("t" + std::to_string(t), i));
+  }
+  for (const auto& e : events) Send(e);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (w.metrics().deleted.load() < 20 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  w.Stop();
+  EXPECT_EQ(w.metrics().deleted.load(), 20);
+  for (const auto& e : events) EXPECT_EQ(Runs(e, "notify"), 1);
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(Order("t" + std::to_string(t)), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+}
+
+// ---- crash: a worker process killed between claim and complete ------------------------
+
+constexpr absl::Duration kCrashVisibility = absl::Seconds(2);
+constexpr absl::Duration kCrashLease = absl::Milliseconds(1500);
+
+Subscription CrashSubscription(Handler h) {
+  Subscription s;
+  s.name = "crashy";
+  s.glob = "order.*";
+  s.options.max_attempts = 5;
+  s.options.lease = kCrashLease;
+  s.options.handler_timeout = absl::Milliseconds(1400);
+  s.handler = std::move(h);
+  return s;
+}
+
+// The child (this binary re-executed with OUTBOX_WORKER_CHILD=<db path>): a
+// worker whose handler adds its effect and then hangs until killed.
+[[noreturn]] void ChildWorker(const char* path) {
+  Env env = OpenEnv(path, Clock::Real(), kCrashVisibility, 5, false);
+  routing::Router router;
+  if (!router
+           .Add(CrashSubscription([](HandlerContext& ctx, const Envelope&) {
+             (void)ctx.AddWrite(EffectWrite(ctx, "child"));
+             for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+             return absl::OkStatus();
+           }))
+           .ok()) {
+    _exit(3);
+  }
+  WorkerOptions o;
+  o.owner = "child";
+  o.wait = absl::Milliseconds(200);
+  DurableWorker w(env.store.get(), env.queue.get(), env.inbox.get(), &router, Clock::Real(), o);
+  for (;;) {
+    if (!w.RunOnce().ok()) _exit(4);
+  }
+}
+
+const bool kChildMode = [] {
+  if (const char* p = std::getenv("OUTBOX_WORKER_CHILD")) ChildWorker(p);
+  return false;
+}();
+
+TEST(WorkerCrash, KilledBetweenClaimAndCompleteRunsOnceOnRedelivery) {
+  testing_support::TempDir dir;
+  std::string path = dir.file("crash.db");
+  Env env = OpenEnv(path, Clock::Real(), kCrashVisibility, 5, true);
+  Envelope e = MakeEvent(Clock::Real(), "t1", 1, "order.placed");
+  ASSERT_TRUE(env.queue->Send(kQueue, {Body(e), e.tenant, e.id, std::nullopt}).ok());
+  InboxKey key{e.id, "crashy", e.tenant};
+
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("OUTBOX_WORKER_CHILD", path.c_str(), 1);
+    execl("/proc/self/exe", "/proc/self/exe", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until the child has claimed (row PENDING), then kill it.
+  bool pending = false;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!pending && std::chrono::steady_clock::now() < until) {
+    auto row = env.inbox->Get(key);
+    pending = row.ok() && row->has_value() && (*row)->status == InboxStatus::kPending;
+    if (!pending) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    int st = 0;
+    if (!pending && waitpid(pid, &st, WNOHANG) == pid) FAIL() << "child exited early: " << st;
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(pending) << "the child never claimed";
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ((*env.inbox->Get(key))->owner, "child");
+
+  std::atomic<int> calls{0};
+  routing::Router router;
+  ASSERT_TRUE(router
+                  .Add(CrashSubscription([&](HandlerContext& ctx, const Envelope&) {
+                    calls++;
+                    return ctx.AddWrite(EffectWrite(ctx, "parent"));
+                  }))
+                  .ok());
+  WorkerOptions o;
+  o.owner = "parent";
+  o.wait = absl::Milliseconds(200);
+  DurableWorker w(env.store.get(), env.queue.get(), env.inbox.get(), &router, Clock::Real(), o);
+  until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (w.metrics().deleted.load() == 0 && std::chrono::steady_clock::now() < until) {
+    ASSERT_TRUE(w.RunOnce().ok());
+  }
+  EXPECT_EQ(calls.load(), 1);
+  std::string writer;
+  EXPECT_EQ(EffectRuns(env.store.get(), key.idempotency_key(), &writer), 1);
+  EXPECT_EQ(writer, "parent");
+  auto row = *env.inbox->Get(key);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->status, InboxStatus::kCompleted);
+  EXPECT_EQ(row->attempts, 2);
+  EXPECT_EQ(row->owner, "parent");
+  auto attrs = env.queue->GetAttributes(kQueue);
+  EXPECT_EQ(attrs->visible + attrs->in_flight, 0);
+}
+
+}  // namespace
+}  // namespace outbox
