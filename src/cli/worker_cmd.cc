@@ -1,0 +1,142 @@
+// `outbox worker --db PATH [--config FILE] [--queue NAME] [--threads N] [--once]`:
+// runs the durable worker (docs/WORKER.md) on the embedded store + queue until
+// SIGTERM/SIGINT (graceful: stops receiving, finishes the batch in flight).
+// Subscriptions come from the config's [[subscriptions]]; a DURABLE
+// subscription without a C++ handler gets the built-in "log" handler.
+// Exit codes: 0 ok; 1 a receive failed (--once); 2 bad flags or config;
+// 3 store/queue could not be opened or the worker refused to start.
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/registry.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "outbox/catalog.h"
+#include "outbox/ddb_json.h"
+#include "outbox/inbox.h"
+#include "outbox/worker.h"
+#include "queue/sqlite/sqlite_queue.h"
+#include "routing/router.h"
+#include "spdlog/spdlog.h"
+#include "sqlite/database.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace outbox::cli {
+namespace {
+
+struct Flags {
+  std::string db;
+  std::string config;
+  std::string queue = WorkerOptions{}.queue;
+  int threads = WorkerOptions{}.threads;
+  bool once = false;
+};
+
+std::atomic<bool> g_stop{false};
+extern "C" void OnStopSignal(int) { g_stop.store(true); }
+
+absl::Status LogHandler(const std::string& name, HandlerContext&, const Envelope& e) {
+  spdlog::info("log handler: subscription={} tenant={} event={} type={} seq={} correlation={} payload={}", name,
+               e.tenant, e.id, e.type, e.seq, e.correlation_id, ddbjson::ToPlainJsonText(e.payload));
+  return absl::OkStatus();
+}
+
+int Fail(int code, const std::string& what, const absl::Status& s) {
+  std::cerr << "error: " << what << ": " << std::string(s.message()) << "\n";
+  return code;
+}
+
+// The event queue (and its DLQ) when absent: visibility 30 s, redrive after 5 receives.
+absl::Status EnsureQueue(Queue& q, const std::string& name) {
+  if (q.GetAttributes(name).ok()) return absl::OkStatus();
+  std::string base = name.size() > 5 ? name.substr(0, name.size() - 5) : name;
+  std::string dlq = base + "-dlq.fifo";
+  QueueOptions d;
+  d.fifo = true;
+  if (auto s = q.CreateQueue(dlq, d); !s.ok() && s.code() != absl::StatusCode::kAlreadyExists) return s;
+  QueueOptions o;
+  o.fifo = true;
+  o.redrive = RedrivePolicy{dlq, 5};
+  return q.CreateQueue(name, o);
+}
+
+int Run(const Flags& f) {
+  routing::Router router;
+  if (!f.config.empty()) {
+    auto cfg = LoadCatalogToml(f.config);
+    if (!cfg.ok()) return Fail(kExitUsage, "config", cfg.status());
+    for (Subscription sub : cfg->subscriptions) {
+      if (!sub.handler) {
+        sub.handler = [name = sub.name](HandlerContext& ctx, const Envelope& e) { return LogHandler(name, ctx, e); };
+      }
+      if (auto s = router.Add(std::move(sub)); !s.ok()) return Fail(kExitUsage, "config", s);
+    }
+  } else {
+    spdlog::warn("worker: no --config: every event will be counted as unmatched");
+  }
+  sqlite::DatabaseOptions dbo;
+  dbo.path = f.db;
+  auto db = sqlite::Database::Open(dbo);
+  if (!db.ok()) return Fail(kExitUnavailable, f.db, db.status());
+  auto store = SqliteStore::Open(*db, Clock::Real());
+  if (!store.ok()) return Fail(kExitUnavailable, f.db, store.status());
+  auto queue = SqliteQueue::Open(*db, Clock::Real());
+  if (!queue.ok()) return Fail(kExitUnavailable, f.db, queue.status());
+  if (auto s = EnsureQueue(**queue, f.queue); !s.ok()) return Fail(kExitUnavailable, f.queue, s);
+  Inbox inbox(store->get(), Clock::Real());
+
+  WorkerOptions o;
+  o.queue = f.queue;
+  o.threads = f.threads;
+  if (auto s = o.Validate(); !s.ok()) return Fail(kExitUsage, "options", s);
+  DurableWorker worker(store->get(), queue->get(), &inbox, &router, Clock::Real(), o);
+  if (auto s = worker.Init(); !s.ok()) return Fail(kExitUnavailable, "worker", s);
+
+  int code = kExitOk;
+  if (f.once) {
+    if (auto s = worker.RunOnce(); !s.ok()) code = Fail(kExitFailed, "receive", s);
+  } else {
+    struct sigaction sa {};
+    sa.sa_handler = OnStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    if (auto s = worker.Start(); !s.ok()) return Fail(kExitUnavailable, "worker", s);
+    while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    spdlog::info("worker: stopping (signal); finishing the batch in flight");
+    worker.Stop();
+  }
+  const WorkerMetrics& m = worker.metrics();
+  nlohmann::json out = {{"received", m.received.load()},         {"deleted", m.deleted.load()},
+                        {"poison_pills", m.poison_pills.load()}, {"unmatched_events", m.unmatched_events.load()},
+                        {"handler_ok", m.handler_ok.load()},     {"handler_retry", m.handler_retry.load()},
+                        {"handler_dead", m.handler_dead.load()}, {"lease_lost", m.lease_lost.load()},
+                        {"sequence_gaps", m.sequence_gaps.load()}, {"busy", m.busy.load()},
+                        {"errors", m.errors.load()}};
+  std::cout << out.dump() << "\n";
+  return code;
+}
+
+void AddWorker(CLI::App& app) {
+  auto f = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand("worker", "Run the durable worker until SIGTERM/SIGINT");
+  sub->add_option("--db", f->db, "SQLite database file")->required();
+  sub->add_option("--config", f->config, "outbox.toml with [[subscriptions]] (no C++ handler: log handler)");
+  sub->add_option("--queue", f->queue, "FIFO queue (created with a DLQ when absent)")->capture_default_str();
+  sub->add_option("--threads", f->threads, "Threads processing the groups of a batch")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  sub->add_flag("--once", f->once, "One receive and its processing, then exit");
+  sub->callback([f] { ExitCode() = Run(*f); });
+}
+
+const Registrar kReg("worker", AddWorker);
+
+}  // namespace
+}  // namespace outbox::cli
