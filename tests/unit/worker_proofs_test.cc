@@ -484,10 +484,10 @@ TEST_F(WorkerProofs, HandlerTimeoutAndExceptionAreRetryable) {
   s.name = "hang";
   s.glob = "order.*";
   s.options.lease = absl::Seconds(20);
-  s.options.handler_timeout = absl::Milliseconds(100);
+  s.options.handler_timeout = absl::Milliseconds(300);
   s.handler = [](HandlerContext& ctx, const Envelope&) -> absl::Status {
     if (ctx.attempt() == 1) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      std::this_thread::sleep_for(std::chrono::milliseconds(900));
       // The run already ended: this write must not be committed.
       EXPECT_FALSE(ctx.AddWrite(EffectWrite(ctx, "late")).ok());
       return absl::OkStatus();
@@ -511,7 +511,7 @@ TEST_F(WorkerProofs, HandlerTimeoutAndExceptionAreRetryable) {
   std::string writer;
   EXPECT_EQ(Runs(e, "hang", &writer), 1);
   EXPECT_EQ(writer, "third");
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // let the detached first run finish
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));  // let the detached first run finish
 }
 
 TEST_F(WorkerProofs, HandlerContextCarriesTheEventsRequest) {
