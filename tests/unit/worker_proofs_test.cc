@@ -242,6 +242,26 @@ TEST_F(WorkerProofs, FlakyHandlerRunsAgainOnTheNextReceiveAndCommitsOnce) {
   EXPECT_EQ(w->metrics().deleted.load(), 1);
 }
 
+TEST_F(WorkerProofs, BackoffWithVisibilityRetriesSoonerThanTheVisibilityTimeout) {
+  Subscribe("notify", "order.*", [](HandlerContext& ctx, const Envelope&) {
+    return ctx.attempt() == 1 ? absl::UnavailableError("downstream flaked") : absl::OkStatus();
+  });
+  WorkerOptions o;
+  o.owner = "w1";
+  o.wait = absl::ZeroDuration();
+  o.backoff_with_visibility = true;
+  DurableWorker w(env_.store.get(), env_.queue.get(), env_.inbox.get(), &router_, &clock_, o);
+  Envelope e = Event("t1", 1);
+  Send(e);
+  Run(w);
+  EXPECT_EQ(w.metrics().handler_retry.load(), 1);
+  clock_.Advance(absl::Milliseconds(1500));  // backoff of the first receive: 1 s
+  Run(w);
+  EXPECT_EQ(Calls("notify"), 2);
+  EXPECT_EQ(Runs(e, "notify"), 1);
+  EXPECT_EQ(QueueDepth(), 0);
+}
+
 TEST_F(WorkerProofs, TerminalErrorDeadLettersAfterOneTryAndDeletes) {
   Subscribe("charge", "order.*", [](HandlerContext&, const Envelope&) { return TerminalError("card refused"); });
   auto w = Worker();
