@@ -280,6 +280,17 @@ absl::Status SqliteStoreImpl::Apply(sqlite::Conn& c, const PendingWrite& w, bool
   return st->Run();
 }
 
+absl::Status SqliteStoreImpl::LoadAndCheck(sqlite::Conn& c, PendingWrite* w, const expr::Condition* cond,
+                                           const ExpressionArgs& args, bool return_old) {
+  auto old = LoadItem(c, *w->table, w->pk, w->sk);
+  if (!old.ok()) return old.status();
+  w->old_item = *std::move(old);
+  if (cond && !cond->Evaluate(w->old_item ? *w->old_item : Item(), args)) {
+    return ConditionFailedError(return_old ? w->old_item : std::nullopt);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SqliteStoreImpl::Validated(const std::optional<std::string>& condition, expr::Kind kind,
                                         const ExpressionArgs& args, expr::Usage* used,
                                         std::shared_ptr<const expr::Condition>* out) {
@@ -315,11 +326,8 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::PutItem(const PutRequest& req) {
     if (auto v = store::ValidateIndexKeys(spec, req.item); !v.ok()) return v;
     if (auto v = store::ValidateItemSize(req.item, false); !v.ok()) return v;
     PendingWrite w{*t, PkBlob(**t, req.item), SkBlob(**t, req.item), std::nullopt, req.item};
-    auto old = LoadItem(c, **t, w.pk, w.sk);
-    if (!old.ok()) return old.status();
-    w.old_item = *std::move(old);
-    if (cond && !cond->Evaluate(w.old_item ? *w.old_item : Item(), req.args)) {
-      return ConditionFailedError(req.return_old_on_condition_failure ? w.old_item : std::nullopt);
+    if (auto v = LoadAndCheck(c, &w, cond.get(), req.args, req.return_old_on_condition_failure); !v.ok()) {
+      return v;
     }
     if (req.return_values == ReturnValues::kAllOld) result.attributes = w.old_item;
     return Apply(c, w);
@@ -367,11 +375,8 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::UpdateItem(const UpdateRequest& req
       }
     }
     PendingWrite w{*t, PkBlob(**t, req.key), SkBlob(**t, req.key), std::nullopt, std::nullopt};
-    auto old = LoadItem(c, **t, w.pk, w.sk);
-    if (!old.ok()) return old.status();
-    w.old_item = *std::move(old);
-    if (cond && !cond->Evaluate(w.old_item ? *w.old_item : Item(), req.args)) {
-      return ConditionFailedError(req.return_old_on_condition_failure ? w.old_item : std::nullopt);
+    if (auto v = LoadAndCheck(c, &w, cond.get(), req.args, req.return_old_on_condition_failure); !v.ok()) {
+      return v;
     }
     std::vector<expr::Path> paths;
     auto next = ApplyUpdate(w.old_item ? *w.old_item : req.key, update.get(), req.args, &paths);
@@ -407,11 +412,8 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::DeleteItem(const DeleteRequest& req
     if (!t.ok()) return t.status();
     if (auto v = store::ValidateKey((*t)->spec, req.key); !v.ok()) return v;
     PendingWrite w{*t, PkBlob(**t, req.key), SkBlob(**t, req.key), std::nullopt, std::nullopt};
-    auto old = LoadItem(c, **t, w.pk, w.sk);
-    if (!old.ok()) return old.status();
-    w.old_item = *std::move(old);
-    if (cond && !cond->Evaluate(w.old_item ? *w.old_item : Item(), req.args)) {
-      return ConditionFailedError(req.return_old_on_condition_failure ? w.old_item : std::nullopt);
+    if (auto v = LoadAndCheck(c, &w, cond.get(), req.args, req.return_old_on_condition_failure); !v.ok()) {
+      return v;
     }
     if (req.return_values == ReturnValues::kAllOld) result.attributes = w.old_item;
     if (!w.old_item) return absl::OkStatus();

@@ -79,6 +79,10 @@ class SqliteStoreImpl final : public SqliteStore {
   static std::string PkBlob(const TableInfo& t, const Item& item);
   static std::string SkBlob(const TableInfo& t, const Item& item);
   absl::StatusOr<std::optional<Item>> GetInConn(sqlite::Conn& c, const GetRequest& req);
+  // Loads the current item into w->old_item and evaluates `cond` against it
+  // (ConditionalCheckFailed, with the old item when `return_old`).
+  absl::Status LoadAndCheck(sqlite::Conn& c, PendingWrite* w, const expr::Condition* cond,
+                            const ExpressionArgs& args, bool return_old);
 
  private:
   absl::Status Validated(const std::optional<std::string>& condition, expr::Kind kind,
