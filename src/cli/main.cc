@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::RuntimeError& e) {  // a command's own failure: its exit code as given
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return outbox::cli::kExitUsage;
