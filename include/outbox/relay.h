@@ -11,6 +11,12 @@
 //  3. A record that cannot be forwarded (malformed image, oversize) is logged
 //     with its key and reason, counted, stored as a relay poison record
 //     (table outbox_relay_state, pk "RELAY_POISON"), and skipped: never a stall.
+//
+// The record-change relay (SPEC §6, RecordChangeRelay below) does the same for
+// configured entity tables: every INSERT/MODIFY/REMOVE record becomes a
+// row.<table>.<EVENT> message in a standard queue; per-table checkpoints
+// commit with the sends (invariant 1); unforwardable records become poison
+// records (invariant 3). Message format: docs/RELAY.md.
 #pragma once
 
 #include <atomic>
@@ -79,6 +85,56 @@ class ChangeFeedRelay {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   RelayMetrics metrics_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+};
+
+// ---- record-change relay ----------------------------------------------------------
+
+struct RecordRelayOptions {
+  std::string name = "records";  // checkpoint identity
+  std::vector<std::string> tables;  // entity tables; each must have its change feed enabled
+  // tenant = the part of the item's partition key after this prefix up to the
+  // next '#', else "global".
+  std::string tenant_key_prefix = "TENANT#";
+  std::string queue = "outbox-records";  // a standard queue (created when absent)
+  std::string relay_state_table = "outbox_relay_state";
+  int batch = 500;                                  // change records read per table per step (<= 1000)
+  absl::Duration idle_wait = absl::Seconds(1);      // long wait for new records when caught up
+  absl::Status Validate() const;
+};
+
+struct RecordRelayMetrics {
+  std::atomic<int64_t> forwarded{0};
+  std::atomic<int64_t> errors{0};   // poison records
+  std::atomic<int64_t> lag_ms{0};   // now - creation time of the newest forwarded record
+};
+
+class RecordChangeRelay {
+ public:
+  // Creates the relay state table and the standard queue when absent. Fails
+  // (FailedPrecondition naming the table) when a table does not exist or its
+  // change feed is not enabled.
+  static absl::StatusOr<std::unique_ptr<RecordChangeRelay>> Open(SqliteStore* store, SqliteQueue* queue,
+                                                                 Clock* clock, RecordRelayOptions options);
+  ~RecordChangeRelay();
+
+  // One step over every table: forwards up to `batch` records per table after
+  // its checkpoint; returns how many records were processed (0 when caught up).
+  absl::StatusOr<int> RunOnce();
+  absl::Status Drain();
+  void Start();
+  void Stop();
+
+  const RecordRelayMetrics& metrics() const { return metrics_; }
+  // Poison records of every relay sharing the state table.
+  absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100);
+
+ private:
+  RecordChangeRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock, RecordRelayOptions options);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  RecordRelayMetrics metrics_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
 };

@@ -114,4 +114,61 @@ class DurableWorker {
   std::unique_ptr<Impl> impl_;
 };
 
+// ---- BEST_EFFORT: the record-change consumer (SPEC §4, docs/RELAY.md) -----------
+//
+// Receives row.<table>.<EVENT> messages made by RecordChangeRelay from the
+// standard queue and runs every matching BEST_EFFORT subscription once. No
+// order, no inbox, no dead letter: a handler failure (error, exception,
+// timeout, or an AddWrite, which BEST_EFFORT does not allow) is logged with
+// tenant, type and subscription and counted; the message is deleted anyway.
+// An unparseable body is logged, counted and deleted.
+//
+// The envelope a handler sees: type "row.<table>.<EVENT>", tenant from the
+// relay, id "<table>:<sequence_number>", occurred_at_ms = the change's time,
+// seq 0, payload M {keys, old_image, new_image} (an absent image is NULL).
+//
+// Thread-safety: RunOnce from one thread at a time; Start/Stop from the owning
+// thread; metrics() from any thread.
+struct RecordConsumerOptions {
+  std::string queue = "outbox-records";   // the standard queue the record relay feeds
+  int threads = 2;                        // messages of one batch handled concurrently (1..64)
+  int batch = 10;                         // messages per receive (1..10)
+  absl::Duration wait = absl::Seconds(1);  // long-poll wait of one receive (0..20 s)
+  absl::Status Validate() const;          // InvalidArgument naming the field
+};
+
+struct RecordConsumerMetrics {
+  std::atomic<int64_t> received{0};     // messages received
+  std::atomic<int64_t> handled{0};      // handler runs that succeeded
+  std::atomic<int64_t> failures{0};     // handler runs that failed (logged; message deleted anyway)
+  std::atomic<int64_t> unmatched{0};    // messages no BEST_EFFORT subscription matched
+  std::atomic<int64_t> unparseable{0};  // bodies that are not record-change messages (deleted)
+  std::atomic<int64_t> errors{0};       // queue errors (a failed delete: the message comes back)
+};
+
+class RecordChangeConsumer {
+ public:
+  // Every pointer must outlive the consumer; only BEST_EFFORT subscriptions of
+  // `router` are used. `clock` null = the real clock.
+  RecordChangeConsumer(Queue* queue, routing::Router* router, Clock* clock, RecordConsumerOptions options = {});
+  ~RecordChangeConsumer();  // Stop()
+  RecordChangeConsumer(const RecordChangeConsumer&) = delete;
+  RecordChangeConsumer& operator=(const RecordChangeConsumer&) = delete;
+
+  // One receive (long poll up to options.wait) and the handling of what
+  // arrived. Returns an invalid option or the receive's error.
+  [[nodiscard]] absl::Status RunOnce();
+  // Background loop of RunOnce until Stop. Fails on invalid options.
+  [[nodiscard]] absl::Status Start();
+  // Stops receiving, lets the batch in flight finish, joins.
+  void Stop();
+
+  const RecordConsumerMetrics& metrics() const;
+  const RecordConsumerOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace outbox

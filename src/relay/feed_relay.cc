@@ -5,13 +5,12 @@
 #include "outbox/envelope_codec.h"
 #include "outbox/relay.h"
 #include "queue/sqlite/sqlite_queue.h"
+#include "relay/poison.h"
 #include "spdlog/spdlog.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace outbox {
 namespace {
-
-constexpr std::string_view kPoisonPk = "RELAY_POISON";
 
 bool IsEventRowKey(const Item& keys, std::string* tenant) {
   auto it = keys.find("pk");
@@ -157,11 +156,7 @@ ChangeFeedRelay::~ChangeFeedRelay() { Stop(); }
 absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> ChangeFeedRelay::Open(SqliteStore* store, SqliteQueue* queue,
                                                                        Clock* clock, RelayOptions options) {
   if (auto s = options.Validate(); !s.ok()) return s;
-  TableSpec spec;
-  spec.name = options.relay_state_table;
-  spec.hash_key = {"pk", Type::S};
-  spec.range_key = KeyAttribute{"sk", Type::S};
-  if (auto s = store->CreateTable(spec); !s.ok() && DdbErrorName(s) != ddb_error::kResourceInUse) return s;
+  if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok()) return s;
   auto attrs = queue->GetAttributes(options.queue);
   if (!attrs.ok()) {
     QueueOptions qo;
@@ -264,14 +259,9 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
         p.reason = fmt::format("queue refused the message: {}", std::string(sent.status().message()));
       }
       ++errors;
-      Item row{{"pk", Value::S(std::string(kPoisonPk))},
-               {"sk", Value::S(p.sequence_number + "#" + std::to_string(errors))},
-               {"keys", Value::M(p.keys)},
-               {"reason", Value::S(p.reason)},
-               {"raw", Value::S(p.body.substr(0, 300 * 1024))},
-               {"relay", Value::S(m.o.name)},
-               {"at", Value::N(now_ms)}};
-      state.push_back(TransactWriteItem::Put(m.o.relay_state_table, std::move(row)));
+      state.push_back(TransactWriteItem::Put(
+          m.o.relay_state_table,
+          relay_internal::PoisonRow(m.o.name, p.sequence_number, errors, p.keys, p.reason, p.body, now_ms)));
     }
     Item cp = m.StateKey("CHECKPOINT");
     cp["seq"] = Value::S(new_checkpoint);
@@ -343,25 +333,7 @@ void ChangeFeedRelay::Stop() {
 }
 
 absl::StatusOr<std::vector<RelayPoisonRecord>> ChangeFeedRelay::ListPoison(int limit) {
-  QueryRequest q;
-  q.table = impl_->o.relay_state_table;
-  q.key_condition = "pk = :p";
-  q.args.values = {{":p", Value::S(std::string(kPoisonPk))}};
-  q.limit = limit;
-  auto r = impl_->store->Query(q);
-  if (!r.ok()) return r.status();
-  std::vector<RelayPoisonRecord> out;
-  for (const Item& it : r->items) {
-    RelayPoisonRecord p;
-    std::string sk = it.at("sk").s();
-    p.sequence_number = sk.substr(0, sk.find('#'));
-    if (auto k = it.find("keys"); k != it.end() && k->second.is(Type::M)) p.keys = k->second.m();
-    if (auto k = it.find("reason"); k != it.end() && k->second.is(Type::S)) p.reason = k->second.s();
-    if (auto k = it.find("raw"); k != it.end() && k->second.is(Type::S)) p.raw = k->second.s();
-    if (auto k = it.find("at"); k != it.end() && k->second.is(Type::N)) (void)k->second.n().ToInt64(&p.at_ms);
-    out.push_back(std::move(p));
-  }
-  return out;
+  return relay_internal::ListPoison(impl_->store, impl_->o.relay_state_table, limit);
 }
 
 }  // namespace outbox
