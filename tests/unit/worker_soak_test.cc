@@ -35,6 +35,7 @@
 #include "outbox/worker.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "routing/router.h"
+#include "spdlog/spdlog.h"
 #include "store/sqlite/codec.h"
 #include "store/sqlite/sqlite_store.h"
 #include "support/temp_dir.h"
@@ -116,6 +117,7 @@ WorkerOptions Options(const std::string& owner) {
 // Child: this binary re-executed with OUTBOX_SOAK_CHILD=<db path>; runs a
 // background worker until SIGKILLed.
 [[noreturn]] void ChildWorker(const char* path) {
+  spdlog::set_level(spdlog::level::warn);  // not 40,000 "completed" lines
   Env env = OpenEnv(path);
   if (!env.store) _exit(3);
   routing::Router router;
@@ -159,6 +161,7 @@ std::vector<Item> AllItems(sqlite::Database& db, const std::string& table) {
 
 TEST(WorkerSoak, SigkilledWorkerProcessesCommitEveryEffectExactlyOnce) {
   auto t0 = std::chrono::steady_clock::now();
+  spdlog::set_level(spdlog::level::warn);
   auto secs = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   testing_support::TempDir dir;
   const std::string path = dir.file("soak.db");
