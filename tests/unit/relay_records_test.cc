@@ -14,12 +14,6 @@
 #include "store/sqlite/sqlite_store.h"
 #include "support/temp_dir.h"
 
-// This binary links outbox_relay (the unit-test rule of tests/CMakeLists.txt:
-// one area per binary); the consumer lives in the worker area, so its sources
-// are compiled in here.
-#include "worker/handler_run.cc"
-#include "worker/record_consumer.cc"
-
 namespace outbox {
 namespace {
 
