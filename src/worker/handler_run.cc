@@ -10,6 +10,10 @@
 namespace outbox::worker {
 
 absl::Status DurableContext::AddWrite(TransactWriteItem write) {
+  if (!writes_allowed_) {
+    return absl::FailedPreconditionError(
+        fmt::format("{}: AddWrite is not allowed on the BEST_EFFORT lane (no transaction to join)", key_));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) {
     return absl::FailedPreconditionError(

@@ -23,8 +23,14 @@ namespace outbox::worker {
 // completion transaction. Thread-safe.
 class DurableContext final : public HandlerContext {
  public:
-  DurableContext(RequestContext req, std::string key, int attempt, absl::Time deadline)
-      : req_(std::move(req)), key_(std::move(key)), attempt_(attempt), deadline_(deadline) {}
+  // `writes_allowed` is false for BEST_EFFORT runs: AddWrite then fails at once
+  // (FailedPrecondition), so the handler sees that its write is not taken.
+  DurableContext(RequestContext req, std::string key, int attempt, absl::Time deadline, bool writes_allowed = true)
+      : req_(std::move(req)),
+        key_(std::move(key)),
+        attempt_(attempt),
+        deadline_(deadline),
+        writes_allowed_(writes_allowed) {}
   const RequestContext& request() const override { return req_; }
   const std::string& idempotency_key() const override { return key_; }
   int attempt() const override { return attempt_; }
@@ -39,6 +45,7 @@ class DurableContext final : public HandlerContext {
   const std::string key_;
   const int attempt_;
   const absl::Time deadline_;
+  const bool writes_allowed_;
   std::mutex mu_;
   bool closed_ = false;                   // guarded by mu_
   std::vector<TransactWriteItem> writes_;  // guarded by mu_

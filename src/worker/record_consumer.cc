@@ -127,12 +127,10 @@ struct RecordChangeConsumer::Impl {
     for (const Subscription* sub : subs) {
       auto ctx = std::make_shared<worker::DurableContext>(
           RequestContext{.tenant = e->tenant, .correlation_id = e->id, .actor = ""},
-          fmt::format("{}:{}", e->id, sub->name), 1, clock->Now() + sub->options.handler_timeout);
+          fmt::format("{}:{}", e->id, sub->name), 1, clock->Now() + sub->options.handler_timeout,
+          /*writes_allowed=*/false);
       worker::HandlerRun run = worker::RunHandler(sub->handler, ctx, *e, sub->options.handler_timeout);
       absl::Status st = run.status;
-      if (st.ok() && !run.writes.empty()) {
-        st = absl::FailedPreconditionError("AddWrite is not allowed on BEST_EFFORT; the writes were discarded");
-      }
       if (st.ok()) {
         metrics.handled++;
       } else {

@@ -1,9 +1,11 @@
 // Record-change relay + BEST_EFFORT consumer: row.<table>.<EVENT> events with
 // images and tenant, unconfigured tables ignored, failures counted without
 // blocking, checkpoints across restarts, tables without a change feed refused.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
 
 #include "outbox/ddb_json.h"
@@ -203,12 +205,14 @@ TEST_F(RelayRecordsTest, FailingHandlerIsCountedAndDoesNotBlockOthers) {
                                   }))
                   .ok());
   ASSERT_TRUE(router.Add(BestEffort("c-ok", "row.orders.*", seen.handler())).ok());
+  auto add_write_codes = std::make_shared<std::vector<absl::StatusCode>>();
   ASSERT_TRUE(router
                   .Add(BestEffort("d-writes", "row.orders.*",
-                                  [](HandlerContext& ctx, const Envelope&) {
-                                    // BEST_EFFORT has no transaction to join.
-                                    (void)ctx.AddWrite(TransactWriteItem::Put("orders", Item{}));
-                                    return absl::OkStatus();
+                                  [add_write_codes](HandlerContext& ctx, const Envelope&) {
+                                    // BEST_EFFORT has no transaction to join: AddWrite says so.
+                                    absl::Status st = ctx.AddWrite(TransactWriteItem::Put("orders", Item{}));
+                                    add_write_codes->push_back(st.code());
+                                    return st;
                                   }))
                   .ok());
   s.Put("orders", "TENANT#t1#ORDER", "o1", "new");
@@ -220,6 +224,8 @@ TEST_F(RelayRecordsTest, FailingHandlerIsCountedAndDoesNotBlockOthers) {
   EXPECT_EQ(seen.sorted().size(), 2u);
   EXPECT_EQ(consumer.metrics().handled.load(), 2);
   EXPECT_EQ(consumer.metrics().failures.load(), 6);  // a-fails, b-throws, d-writes per message
+  EXPECT_THAT(*add_write_codes, ::testing::ElementsAre(absl::StatusCode::kFailedPrecondition,
+                                                       absl::StatusCode::kFailedPrecondition));
 
   // Unmatched and unparseable messages are counted and deleted too.
   SendMessageRequest junk;
