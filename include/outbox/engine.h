@@ -48,6 +48,14 @@ struct EngineOptions {
   int max_combined_emits = 32;
   // Time source for occurred_at, ids and handler deadlines; null: Clock::Real().
   Clock* clock = nullptr;
+  // Polling relay (relay mode "poll", SPEC §6, docs/RELAY.md): when true, every
+  // event also gets an outbox row (status READY) in `outbox_table`, written in
+  // the same transaction (format: include/outbox/outbox_row.h). Off for the
+  // change-feed relay (the default mode).
+  bool write_outbox_rows = false;
+  std::string outbox_table = "outbox_outbox";
+  std::string outbox_aggregate = "outbox";  // first part of the index key <aggregate>#<status>#<shard>
+  int outbox_shards = 8;                    // 1..256; the polling relay must query the same count
 
   absl::Status Validate() const;
 };

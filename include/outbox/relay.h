@@ -139,4 +139,97 @@ class RecordChangeRelay {
   std::atomic<bool> stop_{false};
 };
 
+// ---- polling relay ----------------------------------------------------------------
+//
+// The alternative relay for stores without a change feed (SPEC §6, relay mode
+// "poll"; docs/RELAY.md "Polling relay"). It works only through the generic
+// Store and Queue ports. The engine must run with
+// EngineOptions::write_outbox_rows (same outbox table, aggregate and shards).
+//
+// Invariants:
+//  1. Identical messages: body = the event row's whole image as DynamoDB
+//     JSON (the same function as the change-feed relay), group id = tenant,
+//     dedup id = event id.
+//  2. Per tenant, seq n+1 is sent only after seq n is SENT or DEAD (or its
+//     outbox row is gone): a tenant's due rows are handled in seq order and
+//     the tenant stops at the first row that fails or waits for a retry.
+//  3. Send, then READY->SENT on condition status = READY. Several relays may
+//     run at once: the conditional moves decide who counts a row; a message
+//     sent twice (concurrent relays, a crash between send and move) carries
+//     the same dedup id and is collapsed by the FIFO queue within its dedup
+//     window.
+//  4. A failed send: attempts+1, next_attempt_at = now + backoff; after
+//     max_attempts (or at once for a message the queue can never accept)
+//     the row becomes DEAD (index key <aggregate>#DEAD#0), counted and listed.
+
+class Queue;
+
+struct PollRelayOptions {
+  std::string name = "poll";
+  std::string events_table = "outbox_events";
+  std::string outbox_table = "outbox_outbox";
+  std::string aggregate = "outbox";               // = EngineOptions::outbox_aggregate
+  int shards = 8;                                 // = EngineOptions::outbox_shards (1..256)
+  std::string queue = "outbox-events.fifo";
+  int batch = 100;                                // due rows read per shard per step (1..1000)
+  int threads = 4;                                // tenants handled in parallel per step (1..64)
+  int max_attempts = 10;                          // failed sends before DEAD (1..100)
+  absl::Duration backoff_base = absl::Seconds(1);  // retry n waits base * 2^(n-1) ...
+  absl::Duration backoff_max = absl::Minutes(5);   // ... capped here
+  absl::Duration sent_ttl = absl::Hours(24);       // SENT rows expire (TTL) this long after sending
+  absl::Duration poll_interval = absl::Milliseconds(20);  // Start(): wait when nothing was due
+  absl::Status Validate() const;
+};
+
+struct PollRelayMetrics {
+  std::atomic<int64_t> sent{0};         // rows moved READY -> SENT by this relay
+  std::atomic<int64_t> duplicates{0};   // sends the queue collapsed by dedup id (another relay sent first)
+  std::atomic<int64_t> retries{0};      // failed sends scheduled for a retry (outbox_relay_retries_total)
+  std::atomic<int64_t> dead{0};         // rows moved to DEAD by this relay (outbox_relay_dead_total)
+  std::atomic<int64_t> blocked{0};      // rows held back because an earlier seq of the tenant is not sent
+  std::atomic<int64_t> deferred{0};     // held-back rows whose next_attempt_at moved to the blocker's
+  std::atomic<int64_t> lost_races{0};   // rows another relay moved first
+  std::atomic<int64_t> errors{0};       // store errors (logged; the row is retried next step)
+  std::atomic<int64_t> lag_ms{0};       // now - creation time of the newest sent event
+};
+
+struct OutboxRowInfo {
+  std::string tenant;
+  int64_t seq = 0;
+  std::string event_id;
+  std::string status;
+  int64_t attempts = 0;
+  int64_t next_attempt_at_ms = 0;
+  std::string last_error;
+};
+
+class PollRelay {
+ public:
+  // Creates the outbox table (with its GSI) and the FIFO queue when absent;
+  // fails (FailedPrecondition) when the outbox table lacks the GSI.
+  static absl::StatusOr<std::unique_ptr<PollRelay>> Open(Store* store, Queue* queue, Clock* clock,
+                                                         PollRelayOptions options = {});
+  ~PollRelay();
+
+  // One step: queries every shard for due READY rows and handles them;
+  // returns how many rows changed state (0: nothing due could progress).
+  absl::StatusOr<int> RunOnce();
+  // RunOnce until it returns 0 (rows waiting for a retry stay READY).
+  absl::Status Drain();
+  void Start();
+  void Stop();
+
+  const PollRelayMetrics& metrics() const { return metrics_; }
+  // DEAD rows (index key <aggregate>#DEAD#0), oldest first.
+  absl::StatusOr<std::vector<OutboxRowInfo>> ListDead(int limit = 100);
+
+ private:
+  PollRelay(Store* store, Queue* queue, Clock* clock, PollRelayOptions options);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  PollRelayMetrics metrics_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+};
+
 }  // namespace outbox

@@ -6,6 +6,7 @@
 #include "fmt/format.h"
 #include "engine/engine_impl.h"
 #include "outbox/ddb_json.h"
+#include "outbox/outbox_row.h"
 #include "spdlog/spdlog.h"
 
 namespace outbox::engine_internal {
@@ -142,10 +143,15 @@ absl::Status EngineImpl::ValidateJob(EmitJob& job) const {
           "{}payload: the event item would be {} bytes; the limit is {} bytes (400 KB)", field, size, kMaxItemSize));
     }
   }
+  job.outbox_rows = options_.write_outbox_rows;
   for (size_t i = 0; i < job.extras.size(); ++i) {
     if (job.extras[i].table == options_.events_table) {
       return absl::InvalidArgumentError(fmt::format(
           "extra_writes[{}]: writes to the events table '{}' are not allowed", i, options_.events_table));
+    }
+    if (job.outbox_rows && job.extras[i].table == options_.outbox_table) {
+      return absl::InvalidArgumentError(fmt::format(
+          "extra_writes[{}]: writes to the outbox table '{}' are not allowed", i, options_.outbox_table));
     }
   }
   if (const auto& t = job.options.idempotency_token) {
@@ -378,6 +384,27 @@ void EngineImpl::ReplayIdempotent(EmitJob& job) {
 
 // ---- one attempt ------------------------------------------------------------------
 
+// The polling relay's outbox row of one event (include/outbox/outbox_row.h).
+TransactWriteItem EngineImpl::OutboxRow(const Envelope& e, int64_t now) const {
+  int shard = outbox_row::Shard(e.id, options_.outbox_shards);
+  TransactWriteItem w = TransactWriteItem::Put(
+      options_.outbox_table,
+      Item{{"pk", Value::S(outbox_row::Pk(e.tenant))},
+           {"sk", Value::S(SeqSortKey(e.seq))},
+           {"tenant", Value::S(e.tenant)},
+           {"seq", Value::N(e.seq)},
+           {"event_id", Value::S(e.id)},
+           {"created_at", Value::N(now)},
+           {"status", Value::S(std::string(outbox_row::kReady))},
+           {"attempts", Value::N(0)},
+           {"shard", Value::N(shard)},
+           {std::string(outbox_row::kDueAt), Value::N(now)},
+           {std::string(outbox_row::kIndexKey),
+            Value::S(outbox_row::IndexKey(options_.outbox_aggregate, outbox_row::kReady, shard))}});
+  w.condition = "attribute_not_exists(pk)";
+  return w;
+}
+
 std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*> group, bool* conflict,
                                           absl::Status* group_error) {
   const std::string& tenant = group[0]->ctx.tenant;
@@ -426,7 +453,8 @@ std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*>
       inline_status = RunInline(*job, e, 1);
       if (!inline_status.ok()) break;
     }
-    size_t needed = job->envelopes.size() + job->extras.size() + job->inline_writes.size() +
+    size_t needed = job->envelopes.size() * (job->outbox_rows ? 2 : 1) + job->extras.size() +
+                    job->inline_writes.size() +
                     (job->options.idempotency_token ? 1 : 0);
     if (inline_status.ok() && req.items.size() + needed > static_cast<size_t>(kMaxTransactItems)) {
       if (spans.empty()) {
@@ -451,6 +479,7 @@ std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*>
       TransactWriteItem w = TransactWriteItem::Put(options_.events_table, EnvelopeToItem(e));
       w.condition = "attribute_not_exists(pk)";
       req.items.push_back(std::move(w));
+      if (job->outbox_rows) req.items.push_back(OutboxRow(e, now));
     }
     sp.extras_begin = req.items.size();
     for (const auto& w : job->extras) req.items.push_back(w);

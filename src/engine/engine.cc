@@ -2,6 +2,7 @@
 // reading and verifying the log in verify.cc.
 #include "fmt/format.h"
 #include "engine/engine_impl.h"
+#include "outbox/outbox_row.h"
 #include "spdlog/spdlog.h"
 
 namespace outbox {
@@ -23,6 +24,21 @@ absl::Status EngineOptions::Validate() const {
   }
   if (max_combined_emits < 1) {
     return absl::InvalidArgumentError("engine options: max_combined_emits must be ≥ 1");
+  }
+  if (write_outbox_rows) {
+    if (outbox_table.size() < 3 || outbox_table.size() > 255) {
+      return absl::InvalidArgumentError(
+          fmt::format("engine options: outbox_table '{}' must be 3–255 characters", outbox_table));
+    }
+    if (outbox_aggregate.empty() || outbox_aggregate.size() > 128 ||
+        outbox_aggregate.find('#') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          "engine options: outbox_aggregate must be 1–128 characters without '#'");
+    }
+    if (outbox_shards < 1 || outbox_shards > outbox_row::kMaxShards) {
+      return absl::InvalidArgumentError(fmt::format("engine options: outbox_shards must be in [1, {}], got {}",
+                                                    outbox_row::kMaxShards, outbox_shards));
+    }
   }
   return absl::OkStatus();
 }
@@ -89,6 +105,7 @@ absl::Status EngineImpl::EnsureTables() {
   dead.ttl_attribute = "ttl";
   specs.push_back(dead);
   specs.push_back(spec(options_.relay_state_table));
+  if (options_.write_outbox_rows) specs.push_back(outbox_row::Spec(options_.outbox_table));
   for (const auto& s : specs) {
     if (std::find(existing->begin(), existing->end(), s.name) != existing->end()) continue;
     absl::Status st = store_->CreateTable(s);

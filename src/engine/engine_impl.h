@@ -47,8 +47,11 @@ struct EmitJob {
   absl::Status status;
   std::vector<Envelope> result;
 
+  bool outbox_rows = false;  // EngineOptions::write_outbox_rows: one outbox row per event
+
   int BaseItems() const {
-    return static_cast<int>(events.size() + extras.size()) + (options.idempotency_token ? 1 : 0);
+    return static_cast<int>(events.size() * (outbox_rows ? 2 : 1) + extras.size()) +
+           (options.idempotency_token ? 1 : 0);
   }
 };
 
@@ -88,6 +91,7 @@ class EngineImpl final : public Engine {
   TenantState& Tenant(const std::string& tenant);
   void RunJob(EmitJob* job);
   void ProcessGroup(TenantState& ts, std::vector<EmitJob*> group);
+  TransactWriteItem OutboxRow(const Envelope& e, int64_t now) const;
   // One attempt for `group`; returns jobs still to retry (those not done).
   // Sets *conflict when the head moved under us.
   std::vector<EmitJob*> Attempt(TenantState& ts, std::vector<EmitJob*> group, bool* conflict,

@@ -5,6 +5,7 @@
 #include "outbox/envelope_codec.h"
 #include "outbox/relay.h"
 #include "queue/sqlite/sqlite_queue.h"
+#include "relay/message.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
 #include "store/sqlite/sqlite_store.h"
@@ -136,7 +137,7 @@ struct ChangeFeedRelay::Impl {
     p.tenant = tenant;
     p.seq = env->seq;
     p.event_id = env->id;
-    p.body = ddbjson::Encode(item).dump();
+    p.body = relay_internal::EventMessageBody(item);
     p.sequence_number = rec.sequence_number;
     p.keys = rec.keys;
     p.created_ms = rec.creation_time_ms;
@@ -242,10 +243,7 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
     for (Planned& p : plan) {
       if (!p.poison) {
         if (auto sp = c.Exec("SAVEPOINT relay_msg"); !sp.ok()) return sp;
-        SendMessageRequest msg;
-        msg.body = p.body;
-        msg.group_id = p.tenant;
-        msg.dedup_id = p.event_id;
+        SendMessageRequest msg = relay_internal::EventMessage(p.body, p.tenant, p.event_id);
         auto sent = m.queue->SendInTransaction(c, m.o.queue, msg);
         if (sent.ok()) {
           (void)c.Exec("RELEASE relay_msg");
