@@ -1,0 +1,213 @@
+#include "store/dynamodb/dynamodb_store.h"
+
+#include "ddbapi/ddbapi.h"
+#include "fmt/format.h"
+#include "outbox/errors.h"
+#include "store/dynamodb/stream_feed.h"
+
+namespace outbox {
+namespace {
+
+using nlohmann::json;
+
+// The seam for DynamoDB Streams (issue 7 item 4): every call says what is missing.
+class NoStreamsFeed final : public ChangeFeed {
+ public:
+  absl::StatusOr<std::vector<Shard>> ListShards(std::string_view table) override {
+    return Missing(table);
+  }
+  absl::StatusOr<ChangeBatch> Read(std::string_view table, std::string_view, std::string_view,
+                                   int) override {
+    return Missing(table);
+  }
+  bool WaitForChanges(std::string_view, std::string_view, absl::Duration) override { return false; }
+
+ private:
+  static absl::Status Missing(std::string_view table) {
+    return absl::UnimplementedError(fmt::format(
+        "change feed of table '{}': the DynamoDB backend has no DynamoDB Streams reader yet "
+        "(DynamoDbStoreOptions::change_feed)",
+        table));
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DynamoDbStore>> DynamoDbStore::Open(DynamoDbStoreOptions options) {
+  auto client = aws::JsonClient::Create(options.client);
+  if (!client.ok()) return client.status();
+  if (!options.change_feed) {  // DynamoDB Streams (store/dynamodb/stream_feed.h)
+    auto feed = StreamFeed::Create(options.client);
+    if (!feed.ok()) return feed.status();
+    options.change_feed = *std::move(feed);
+  }
+  return std::unique_ptr<DynamoDbStore>(new DynamoDbStore(std::move(options), *std::move(client)));
+}
+
+DynamoDbStore::DynamoDbStore(DynamoDbStoreOptions options, std::unique_ptr<aws::JsonClient> client)
+    : options_(std::move(options)), client_(std::move(client)) {
+  feed_ = options_.change_feed ? options_.change_feed : std::make_shared<NoStreamsFeed>();
+}
+
+ChangeFeed* DynamoDbStore::change_feed() { return feed_.get(); }
+
+absl::Status DynamoDbStore::WaitActive(const std::string& table) {
+  const auto& sleeper = client_->options().sleeper;
+  absl::Duration waited;
+  while (true) {
+    auto d = client_->Call("DescribeTable", ddbapi::TableNameJson(table));
+    if (!d.ok()) return d.status();
+    const json& t = (*d)["Table"];
+    bool active = t.value("TableStatus", "") == "ACTIVE";
+    if (t.contains("GlobalSecondaryIndexes")) {
+      for (const auto& g : t["GlobalSecondaryIndexes"])
+        active = active && g.value("IndexStatus", "ACTIVE") == "ACTIVE";
+    }
+    if (active) return absl::OkStatus();
+    if (waited >= options_.active_timeout) {
+      return absl::DeadlineExceededError(fmt::format(
+          "table '{}' not ACTIVE after {}", table, absl::FormatDuration(options_.active_timeout)));
+    }
+    sleeper(options_.poll_interval);
+    waited += options_.poll_interval;
+  }
+}
+
+absl::Status DynamoDbStore::CreateTable(const TableSpec& spec) {
+  auto r = client_->Call("CreateTable", ddbapi::ToJson(spec));
+  if (!r.ok()) return r.status();
+  if (auto s = WaitActive(spec.name); !s.ok()) return s;
+  if (spec.ttl_attribute) {
+    auto t = client_->Call("UpdateTimeToLive", ddbapi::ToJson(ddbapi::TimeToLiveUpdate{
+                                                   spec.name, *spec.ttl_attribute, true}));
+    if (!t.ok()) return t.status();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TableDescription> DynamoDbStore::DescribeTable(std::string_view table) {
+  auto r = client_->Call("DescribeTable", ddbapi::TableNameJson(table));
+  if (!r.ok()) return r.status();
+  auto d = ddbapi::TableDescriptionFromJson(*r);
+  if (!d.ok()) return d.status();
+  auto ttl = client_->Call("DescribeTimeToLive", ddbapi::TableNameJson(table));
+  if (!ttl.ok()) return ttl.status();
+  const json& tj = (*ttl)["TimeToLiveDescription"];
+  std::string status = tj.value("TimeToLiveStatus", "DISABLED");
+  if ((status == "ENABLED" || status == "ENABLING") && tj.contains("AttributeName")) {
+    d->spec.ttl_attribute = tj["AttributeName"].get<std::string>();
+  }
+  return d;
+}
+
+absl::Status DynamoDbStore::DeleteTable(std::string_view table) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    key_names_.erase(std::string(table));
+  }
+  return client_->Call("DeleteTable", ddbapi::TableNameJson(table)).status();
+}
+
+absl::StatusOr<std::vector<std::string>> DynamoDbStore::ListTables() {
+  std::vector<std::string> out;
+  json body = json::object();
+  while (true) {
+    auto r = client_->Call("ListTables", body);
+    if (!r.ok()) return r.status();
+    if (r->contains("TableNames") && (*r)["TableNames"].is_array()) {
+      for (const auto& n : (*r)["TableNames"]) {
+        if (n.is_string()) out.push_back(n.get<std::string>());
+      }
+    }
+    if (!r->contains("LastEvaluatedTableName")) break;
+    body["ExclusiveStartTableName"] = (*r)["LastEvaluatedTableName"];
+  }
+  return out;
+}
+
+absl::StatusOr<WriteResult> DynamoDbStore::PutItem(const PutRequest& req) {
+  auto r = client_->Call("PutItem", ddbapi::ToJson(req));
+  if (!r.ok()) return r.status();
+  return ddbapi::WriteResponseFromJson(*r);
+}
+
+absl::StatusOr<WriteResult> DynamoDbStore::UpdateItem(const UpdateRequest& req) {
+  auto r = client_->Call("UpdateItem", ddbapi::ToJson(req));
+  if (!r.ok()) return r.status();
+  return ddbapi::WriteResponseFromJson(*r);
+}
+
+absl::StatusOr<WriteResult> DynamoDbStore::DeleteItem(const DeleteRequest& req) {
+  auto r = client_->Call("DeleteItem", ddbapi::ToJson(req));
+  if (!r.ok()) return r.status();
+  return ddbapi::WriteResponseFromJson(*r);
+}
+
+absl::StatusOr<std::optional<Item>> DynamoDbStore::GetItem(const GetRequest& req) {
+  auto r = client_->Call("GetItem", ddbapi::ToJson(req));
+  if (!r.ok()) return r.status();
+  return ddbapi::GetItemResponseFromJson(*r);
+}
+
+absl::StatusOr<QueryResult> DynamoDbStore::Query(const QueryRequest& req) {
+  auto r = client_->Call("Query", ddbapi::ToJson(req));
+  if (!r.ok()) return r.status();
+  return ddbapi::QueryResponseFromJson(*r);
+}
+
+std::optional<std::pair<std::string, std::string>> DynamoDbStore::KeyNames(
+    const std::string& table) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = key_names_.find(table); it != key_names_.end()) return it->second;
+  }
+  auto r = client_->Call("DescribeTable", ddbapi::TableNameJson(table));
+  if (!r.ok()) return std::nullopt;
+  auto d = ddbapi::TableDescriptionFromJson(*r);
+  if (!d.ok()) return std::nullopt;
+  std::pair<std::string, std::string> names{d->spec.hash_key.name,
+                                            d->spec.range_key ? d->spec.range_key->name : ""};
+  std::lock_guard<std::mutex> l(mu_);
+  key_names_[table] = names;
+  return names;
+}
+
+absl::Status DynamoDbStore::CheckOneActionPerItem(const TransactWriteRequest& req) {
+  if (req.items.size() < 2) return absl::OkStatus();
+  std::vector<std::pair<std::string, Item>> seen;
+  for (const auto& w : req.items) {
+    auto names = KeyNames(w.table);
+    if (!names) return absl::OkStatus();  // unknown table: DynamoDB answers
+    Item key;
+    for (const std::string& n : {names->first, names->second}) {
+      if (n.empty()) continue;
+      auto it = w.item.find(n);
+      if (it == w.item.end()) return absl::OkStatus();  // bad key: DynamoDB answers
+      key.emplace(n, it->second);
+    }
+    for (const auto& [t, k] : seen) {
+      if (t == w.table && k == key) {
+        return ValidationError(
+            "Transaction request cannot include multiple operations on one item");
+      }
+    }
+    seen.emplace_back(w.table, std::move(key));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DynamoDbStore::TransactWriteItems(const TransactWriteRequest& req) {
+  if (req.items.size() <= static_cast<size_t>(kMaxTransactItems)) {
+    if (auto s = CheckOneActionPerItem(req); !s.ok()) return s;
+  }
+  return client_->Call("TransactWriteItems", ddbapi::ToJson(req)).status();
+}
+
+absl::StatusOr<std::vector<std::optional<Item>>> DynamoDbStore::TransactGetItems(
+    const std::vector<GetRequest>& gets) {
+  auto r = client_->Call("TransactGetItems", ddbapi::ToTransactGetJson(gets));
+  if (!r.ok()) return r.status();
+  return ddbapi::TransactGetResponseFromJson(*r);
+}
+
+}  // namespace outbox

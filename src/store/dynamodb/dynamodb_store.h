@@ -1,0 +1,84 @@
+// The Store port on Amazon DynamoDB (or DynamoDB Local) over the JSON 1.0 API.
+//
+// Every Store call is one DynamoDB call (ListTables pages, CreateTable adds
+// UpdateTimeToLive, DescribeTable adds DescribeTimeToLive). Requests and
+// responses go through src/ddbapi; errors arrive as the same DdbError statuses
+// the embedded store returns (outbox/errors.h): TransactionCanceledException
+// keeps its per-action reasons (with ALL_OLD items), ConditionalCheckFailed
+// keeps the old item, and so on. Retries follow aws/retry.h (throttling, 5xx,
+// TransactionConflict, timeouts; never validation or condition failures).
+//
+// Change feed: DynamoDB Streams is a separate API (issue 7 item 4, not built
+// here). change_feed() returns a feed whose every call fails with
+// Unimplemented naming that gap; a Streams implementation plugs in through
+// DynamoDbStoreOptions::change_feed and can reuse client() (same endpoint and
+// credentials; target prefix DynamoDBStreams_20120810).
+//
+// Client-side guard: DynamoDB Local accepts a transaction with two actions on
+// one item, real DynamoDB and the embedded store reject it with
+// ValidationException "Transaction request cannot include multiple operations
+// on one item". The store checks this before sending (key names come from a
+// cached DescribeTable), so every backend answers the same.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "aws/json_client.h"
+#include "outbox/store.h"
+
+namespace outbox {
+
+struct DynamoDbStoreOptions {
+  aws::JsonClientOptions client;  // endpoint, region, credentials, retry, timeouts
+  // CreateTable waits until the table (and its indexes) is ACTIVE, polling
+  // DescribeTable every `poll_interval` for at most `active_timeout`.
+  absl::Duration active_timeout = absl::Minutes(5);
+  absl::Duration poll_interval = absl::Milliseconds(500);
+  // Optional: the change feed to hand out (a DynamoDB Streams reader).
+  std::shared_ptr<ChangeFeed> change_feed;
+};
+
+class DynamoDbStore final : public Store {
+ public:
+  static absl::StatusOr<std::unique_ptr<DynamoDbStore>> Open(DynamoDbStoreOptions options);
+
+  absl::Status CreateTable(const TableSpec& spec) override;
+  absl::StatusOr<TableDescription> DescribeTable(std::string_view table) override;
+  absl::Status DeleteTable(std::string_view table) override;
+  absl::StatusOr<std::vector<std::string>> ListTables() override;
+
+  absl::StatusOr<WriteResult> PutItem(const PutRequest& req) override;
+  absl::StatusOr<WriteResult> UpdateItem(const UpdateRequest& req) override;
+  absl::StatusOr<WriteResult> DeleteItem(const DeleteRequest& req) override;
+  absl::StatusOr<std::optional<Item>> GetItem(const GetRequest& req) override;
+  absl::StatusOr<QueryResult> Query(const QueryRequest& req) override;
+  absl::Status TransactWriteItems(const TransactWriteRequest& req) override;
+  absl::StatusOr<std::vector<std::optional<Item>>> TransactGetItems(
+      const std::vector<GetRequest>& gets) override;
+
+  ChangeFeed* change_feed() override;
+
+  // The underlying client (metrics; reuse for DynamoDB Streams calls).
+  aws::JsonClient& client() { return *client_; }
+
+ private:
+  DynamoDbStore(DynamoDbStoreOptions options, std::unique_ptr<aws::JsonClient> client);
+  absl::Status WaitActive(const std::string& table);
+  // The table's key attribute names (hash, range), cached; nullopt when unknown.
+  std::optional<std::pair<std::string, std::string>> KeyNames(const std::string& table);
+  absl::Status CheckOneActionPerItem(const TransactWriteRequest& req);
+
+  DynamoDbStoreOptions options_;
+  std::unique_ptr<aws::JsonClient> client_;
+  std::shared_ptr<ChangeFeed> feed_;
+  std::mutex mu_;
+  std::map<std::string, std::pair<std::string, std::string>> key_names_;  // guarded by mu_
+};
+
+}  // namespace outbox
