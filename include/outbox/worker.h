@@ -30,6 +30,7 @@
 #include "absl/time/time.h"
 #include "outbox/clock.h"
 #include "outbox/inbox.h"
+#include "outbox/metrics.h"
 #include "outbox/queue.h"
 #include "outbox/store.h"
 
@@ -77,6 +78,10 @@ struct WorkerMetrics {
   std::atomic<int64_t> sequence_gaps{0};     // tenant seq jumps seen by this process
   std::atomic<int64_t> busy{0};              // claims refused: another worker holds the lease
   std::atomic<int64_t> errors{0};            // store/queue errors (message left for redelivery)
+  // Per subscription (docs/OPERATIONS.md): outcome = completed | retry | dead | lease_lost | busy.
+  metrics::LabeledCounter deliveries{{"subscription", "outcome"}};
+  metrics::LabeledHistogram handler_duration{{"subscription"}};     // seconds (steady clock)
+  metrics::LabeledHistogram propagation_latency{{"subscription"}};  // completion - occurred_at, seconds
 };
 
 class DurableWorker {

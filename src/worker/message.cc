@@ -1,5 +1,6 @@
 // The per-message rules of SPEC §8 (docs/WORKER.md).
 #include <algorithm>
+#include <chrono>
 #include <exception>
 
 #include "absl/status/statusor.h"
@@ -163,6 +164,7 @@ bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelo
       return true;
     case Claim::Outcome::kBusy:
       metrics.busy++;
+      metrics.deliveries.Add({sub.name, "busy"});
       spdlog::info("worker: busy (leased elsewhere) tenant={} event={} correlation={} subscription={} attempt={}",
                    e.tenant, e.id, e.correlation_id, sub.name, claim->attempt);
       return false;
@@ -172,12 +174,18 @@ bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelo
   auto ctx = std::make_shared<worker::DurableContext>(
       RequestContext{e.tenant, e.correlation_id, e.actor}, key.idempotency_key(), claim->attempt,
       clock->Now() + sub.options.handler_timeout);
+  const auto started = std::chrono::steady_clock::now();
   worker::HandlerRun run = worker::RunHandler(sub.handler, ctx, e, sub.options.handler_timeout);
+  metrics.handler_duration.Observe(
+      {sub.name}, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (!run.status.ok()) return Fail(m, e, item, sub, key, *claim, run.status, retried);
 
   absl::Status done = inbox->Complete(key, claim->token, std::move(run.writes));
   if (done.ok()) {
     metrics.handler_ok++;
+    metrics.deliveries.Add({sub.name, "completed"});
+    metrics.propagation_latency.Observe({sub.name},
+                                        static_cast<double>(clock->NowMillis() - e.occurred_at_ms) / 1000.0);
     spdlog::info("worker: completed tenant={} event={} correlation={} subscription={} attempt={}", e.tenant, e.id,
                  e.correlation_id, sub.name, claim->attempt);
     return true;
@@ -186,6 +194,7 @@ bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelo
   auto row = inbox->Get(key);
   if (row.ok() && *row && ((*row)->token != claim->token || (*row)->status != InboxStatus::kPending)) {
     metrics.lease_lost++;
+    metrics.deliveries.Add({sub.name, "lease_lost"});
     spdlog::warn("worker: lease lost tenant={} event={} correlation={} subscription={} attempt={}: {}", e.tenant,
                  e.id, e.correlation_id, sub.name, claim->attempt, std::string(done.message()));
     return (*row)->status == InboxStatus::kCompleted || (*row)->status == InboxStatus::kDead;
@@ -209,6 +218,7 @@ bool DurableWorker::Impl::Fail(const ReceivedMessage& m, const Envelope& e, cons
       return false;
     }
     metrics.handler_dead++;
+    metrics.deliveries.Add({sub.name, "dead"});
     spdlog::error("worker: DEAD ({}) tenant={} event={} correlation={} subscription={} attempt={} receive={}: {}",
                   terminal ? "terminal" : last_attempt ? "last attempt" : "last receive", e.tenant, e.id,
                   e.correlation_id, sub.name, claim.attempt, m.receive_count, text);
@@ -222,6 +232,7 @@ bool DurableWorker::Impl::Fail(const ReceivedMessage& m, const Envelope& e, cons
     return false;
   }
   metrics.handler_retry++;
+  metrics.deliveries.Add({sub.name, "retry"});
   *retried = true;
   spdlog::warn("worker: retry tenant={} event={} correlation={} subscription={} attempt={} receive={}: {}",
                e.tenant, e.id, e.correlation_id, sub.name, claim.attempt, m.receive_count, text);

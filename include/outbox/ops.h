@@ -1,0 +1,297 @@
+// Operating the outbox (SPEC §8–9, docs/OPERATIONS.md): one C++ API that the
+// CLI (`outbox status | dead-letters | poison | redrive | replay | inbox`) and
+// the HTTP daemon (/healthz, /readyz, /metrics, /ops/*) both read.
+//
+//  * Status / Reconcile: per tenant chain_intact, events, last seq, relay lag;
+//    dead letters, poison pills, queue depth, in-flight, DLQ depth, age of the
+//    oldest message, relay errors, inbox state counts per subscription.
+//  * Dead letters: list with filters, count, one in full (with its inbox row).
+//  * Redrive: reset the selected dead (event, subscription) inbox rows to
+//    claimable (RETRY, attempts 0, history kept in `redrives`/`history`),
+//    re-enqueue each event once — from the DLQ where its message is there,
+//    otherwise from the event log with a fresh dedup id — and mark the
+//    dead-letter rows REDRIVEN (kept for audit). Completed subscriptions of the
+//    same events skip (their inbox rows stay COMPLETED).
+//  * Replay: re-enqueue a tenant's seq range for chosen subscriptions; new
+//    subscriptions backfill, completed rows skip; `force` resets them first.
+//  * Metrics: scrape-time gauges over the store and queue, plus adapters that
+//    export the worker/relay/engine counters through one metrics::Registry.
+//
+// Backend-neutral: only the Store, Queue and Engine ports are used.
+// Thread-safety: every method may be called concurrently (state lives in the
+// store; redrive/replay transitions are conditional writes).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "outbox/clock.h"
+#include "outbox/engine.h"
+#include "outbox/inbox.h"
+#include "outbox/metrics.h"
+#include "outbox/queue.h"
+#include "outbox/store.h"
+
+namespace outbox {
+
+struct WorkerMetrics;
+struct RelayMetrics;
+namespace routing {
+class Router;
+}
+
+namespace ops {
+
+struct OpsOptions {
+  std::string queue = "outbox-events.fifo";  // the FIFO event queue (relay → worker)
+  std::string dlq;                           // empty: the queue's redrive policy DLQ (if any)
+  std::string relay_name = "feed";           // the change-feed relay whose lag is reported
+  // Inbox state counts read at most this many events per tenant (newest
+  // first; 0 = none). The count costs one read per (event, subscription).
+  int64_t inbox_scan_limit = 10000;
+  // Used for rate limits (max_per_second); null = real sleep.
+  std::function<void(absl::Duration)> sleep;
+};
+
+// ---- status -------------------------------------------------------------------
+
+struct TenantStatus {
+  std::string tenant;
+  bool chain_intact = true;  // only meaningful when verified
+  bool verified = false;     // the chain was recomputed for this answer
+  std::string chain_break;   // ChainBreakName when broken
+  int64_t first_broken_seq = 0;
+  int64_t events = 0;            // events read by the verification (else the head's last_seq)
+  int64_t last_seq = 0;          // the head row's last_seq
+  int64_t dead_letters = 0;      // dead-letter rows in state DEAD
+  int64_t relay_last_seq = 0;    // last seq the relay forwarded for the tenant
+  int64_t relay_lag_events = 0;  // last_seq - relay_last_seq
+  double relay_lag_seconds =
+      0;  // now - occurred_at of the oldest unforwarded event (0 when caught up)
+};
+
+struct QueueStatus {
+  std::string name;
+  bool exists = false;
+  int64_t visible = 0;
+  int64_t in_flight = 0;
+  int64_t delayed = 0;
+  double oldest_age_seconds = 0;
+};
+
+struct RelayStatus {
+  std::string name;
+  std::string checkpoint;  // last change sequence number processed ("" none)
+  int64_t lag_events = 0;  // sum over tenants
+  double lag_seconds = 0;  // max over tenants
+  int64_t errors = 0;      // relay poison records (every relay sharing the state table)
+};
+
+struct InboxCounts {
+  std::string subscription;
+  int64_t absent = 0;  // matching events without a row yet (not delivered)
+  int64_t pending = 0;
+  int64_t completed = 0;
+  int64_t retry = 0;
+  int64_t dead = 0;
+};
+
+struct StatusOptions {
+  std::string tenant;        // empty: every tenant
+  bool verify_chain = true;  // recompute hash chains (reads every event)
+  bool inbox_counts = true;  // needs a router; bounded by OpsOptions::inbox_scan_limit
+};
+
+struct Status {
+  absl::Time at;
+  std::vector<TenantStatus> tenants;
+  bool chain_intact = true;           // every verified tenant intact
+  int64_t events = 0;                 // sum of tenants' last_seq
+  int64_t dead_letters = 0;           // state DEAD
+  int64_t dead_letters_redriven = 0;  // state REDRIVEN (audit)
+  int64_t poison_pills = 0;           // worker poison pills (pk POISON)
+  QueueStatus queue;
+  QueueStatus dlq;
+  RelayStatus relay;
+  std::vector<InboxCounts> inbox;  // empty without a router or inbox_counts=false
+  // Healthy = chain intact, no DEAD letters, empty DLQ, no poison (CLI exit 0).
+  bool healthy() const;
+  nlohmann::json ToJson() const;
+};
+
+// ---- dead letters, poison, inbox ----------------------------------------------
+
+struct DeadLetterFilter {
+  std::vector<std::string> tenants;        // empty: every tenant
+  std::vector<std::string> subscriptions;  // empty: any
+  std::vector<std::string> event_ids;      // empty: any
+  std::optional<absl::Time> since;         // dead_at >= since
+  std::optional<absl::Time> until;         // dead_at < until
+  enum class State { kDead, kRedriven, kAny };
+  State state = State::kDead;
+  int64_t limit = 0;              // 0: no limit (list only)
+  absl::Status Validate() const;  // InvalidArgument naming the field
+  bool empty() const;             // selects every DEAD letter
+};
+
+struct DeadLetterRecord {
+  std::string id;  // "<tenant>/<event_id>:<subscription>" (GetDeadLetter's key)
+  std::string tenant, event_id, subscription;
+  std::string event_type, correlation_id;
+  int64_t seq = 0;
+  absl::Time occurred_at;
+  std::string error;  // why it died (the handler's error)
+  int attempts = 0;
+  bool terminal = false;  // Terminal error (vs last receive / last attempt)
+  absl::Time dead_at;
+  std::string state;  // DEAD | REDRIVEN
+  int64_t redrives = 0;
+  std::optional<absl::Time> redriven_at;
+  Item envelope;                  // the event row as stored
+  std::optional<InboxRow> inbox;  // GetDeadLetter only: the inbox row now
+  nlohmann::json ToJson(bool full) const;
+};
+
+struct PoisonPill {
+  std::string source;  // "worker" (body not an envelope) | "relay" (change record not forwardable)
+  std::string id;      // worker: message id; relay: change sequence number key
+  std::string error;
+  std::string body;  // raw body / image (truncated as stored)
+  int64_t body_bytes = 0;
+  std::string queue, group_id;
+  int64_t receive_count = 0;
+  absl::Time recorded_at;
+  nlohmann::json ToJson() const;
+};
+
+struct InboxEntry {
+  InboxRow row;
+  bool found = false;
+  int64_t redrives = 0;
+  nlohmann::json history =
+      nlohmann::json::array();  // one object per reset: at, reason, status, attempts, last_error
+  bool dead_letter = false;     // a dead-letter row exists
+  std::string dead_letter_state;
+  nlohmann::json ToJson() const;
+};
+
+// ---- redrive / replay -----------------------------------------------------------
+
+using Progress = std::function<void(int64_t done, int64_t total)>;
+
+struct RedriveOptions {
+  bool dry_run = false;
+  double max_per_second = 0;  // events re-enqueued per second; 0 = no limit
+};
+
+struct RedriveItem {
+  std::string id;      // dead letter id
+  std::string action;  // redriven | would_redrive | skipped | failed
+  std::string source;  // dlq | log (how its event was re-enqueued; "" when skipped)
+  std::string detail;
+};
+
+struct RedriveResult {
+  bool dry_run = false;
+  int64_t selected = 0;  // dead letters matching the selection
+  int64_t reset = 0;     // inbox rows made claimable (+ dead letters marked REDRIVEN)
+  int64_t events = 0;    // distinct events re-enqueued
+  int64_t from_dlq = 0;  // ... moved from the DLQ
+  int64_t from_log = 0;  // ... sent from the event log with a fresh dedup id
+  int64_t skipped = 0;   // e.g. the inbox row is no longer DEAD
+  int64_t failed = 0;
+  std::vector<RedriveItem> items;
+  nlohmann::json ToJson() const;
+};
+
+struct ReplayRequest {
+  std::string tenant;
+  int64_t from_seq = 1;
+  int64_t to_seq = 0;                      // 0: the head's last seq
+  std::vector<std::string> subscriptions;  // required: DURABLE subscriptions of the router
+  bool force = false;                      // reset COMPLETED rows (history kept) so they run again
+  bool dry_run = false;
+  double max_per_second = 0;  // events per second; 0 = no limit
+  absl::Status Validate() const;
+};
+
+struct ReplayResult {
+  bool dry_run = false;
+  int64_t events = 0;             // events in the range
+  int64_t enqueued = 0;           // events re-enqueued (some chosen subscription will run)
+  int64_t skipped_completed = 0;  // (event, subscription) already COMPLETED, not forced
+  int64_t reset_completed = 0;    // forced: COMPLETED rows reset
+  int64_t dead = 0;               // DEAD rows left alone (use redrive)
+  int64_t busy = 0;               // PENDING with a valid lease (in progress)
+  int64_t not_matched = 0;        // (event, subscription) the subscription does not match
+  int64_t to_run = 0;             // (event, subscription) that will run
+  nlohmann::json ToJson() const;
+};
+
+class Ops {
+ public:
+  // Every pointer must outlive Ops. `router` may be null (then inbox counts
+  // are empty and Replay fails). `clock` null = the real clock.
+  Ops(Engine* engine, Store* store, Queue* queue, const routing::Router* router, Clock* clock,
+      OpsOptions options = {});
+  ~Ops();
+
+  // Tables and queue reachable (for /readyz).
+  absl::Status Ready();
+  absl::StatusOr<Status> GetStatus(const StatusOptions& o = {});
+  // /ops/reconcile?tenant=: status with chain verification, no inbox counts.
+  absl::StatusOr<Status> Reconcile(const std::string& tenant = "");
+
+  absl::StatusOr<std::vector<DeadLetterRecord>> ListDeadLetters(const DeadLetterFilter& f);
+  absl::StatusOr<int64_t> CountDeadLetters(const DeadLetterFilter& f);
+  // id = "<tenant>/<event_id>:<subscription>", or "<event_id>:<subscription>"
+  // (searched in every tenant). NotFound when absent.
+  absl::StatusOr<DeadLetterRecord> GetDeadLetter(const std::string& id);
+
+  absl::StatusOr<std::vector<PoisonPill>> ListPoison(int64_t limit = 100);
+
+  // key = "<event_id>:<subscription>" (the idempotency key). found=false when absent.
+  absl::StatusOr<InboxEntry> InboxShow(const std::string& key);
+
+  // Selection = the filter (state is forced to DEAD; empty = every dead letter).
+  absl::StatusOr<RedriveResult> Redrive(const DeadLetterFilter& selection,
+                                        const RedriveOptions& o = {}, Progress progress = nullptr);
+  absl::StatusOr<ReplayResult> Replay(const ReplayRequest& r, Progress progress = nullptr);
+
+  // Adds scrape-time gauges to `r`: outbox_queue_depth, outbox_queue_in_flight,
+  // outbox_queue_oldest_message_age_seconds, outbox_dlq_depth,
+  // outbox_dead_letters{tenant}, outbox_poison_pills, outbox_relay_lag_events,
+  // outbox_relay_lag_seconds_by_store, outbox_relay_poison_records,
+  // outbox_chain_intact{tenant} (from the last GetStatus/Reconcile that
+  // verified; absent before), outbox_ops_scrape_errors_total.
+  void RegisterMetrics(metrics::Registry* r);
+
+  const OpsOptions& options() const { return options_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  OpsOptions options_;
+};
+
+// Adapters: export an area's counters through a registry (read at scrape time;
+// the structs must outlive the registry).
+void RegisterWorkerMetrics(metrics::Registry* r, const WorkerMetrics& m);
+void RegisterRelayMetrics(metrics::Registry* r, const RelayMetrics& m);
+void RegisterEngineMetrics(metrics::Registry* r, const EngineMetrics& m);
+
+// "2026-11-30T07:00:00Z" or epoch milliseconds -> time (InvalidArgument naming `field`).
+absl::StatusOr<absl::Time> ParseTime(const std::string& text, const std::string& field);
+
+}  // namespace ops
+}  // namespace outbox

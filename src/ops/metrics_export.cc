@@ -1,0 +1,136 @@
+// Prometheus metrics: scrape-time gauges over the store/queue, and adapters
+// exporting the worker/relay/engine counters (docs/OPERATIONS.md lists every name).
+#include "fmt/format.h"
+#include "ops/ops_impl.h"
+#include "outbox/relay.h"
+#include "outbox/worker.h"
+#include "spdlog/spdlog.h"
+
+namespace outbox::ops {
+
+using metrics::Family;
+using metrics::Sample;
+using metrics::Type;
+
+namespace {
+Family One(std::string name, std::string help, Type type, double v, metrics::Labels labels = {}) {
+  return Family{
+      std::move(name), std::move(help), type, {Sample{std::move(labels), v, std::nullopt}}};
+}
+}  // namespace
+
+void Ops::RegisterMetrics(metrics::Registry* r) {
+  auto errors = std::make_shared<std::atomic<int64_t>>(0);
+  r->AddCollector([this, errors](std::vector<Family>* out) {
+    StatusOptions so;
+    so.verify_chain = false;
+    so.inbox_counts = false;
+    auto st = GetStatus(so);
+    if (!st.ok()) {
+      (*errors)++;
+      spdlog::warn("ops: metrics scrape failed: {}", std::string(st.status().message()));
+    } else {
+      out->push_back(One("outbox_queue_depth", "Messages visible in the event queue", Type::kGauge,
+                         static_cast<double>(st->queue.visible), {{"queue", st->queue.name}}));
+      out->push_back(One("outbox_queue_in_flight",
+                         "Messages received and not yet deleted (in flight)", Type::kGauge,
+                         static_cast<double>(st->queue.in_flight), {{"queue", st->queue.name}}));
+      out->push_back(One("outbox_queue_oldest_message_age_seconds",
+                         "Age of the oldest message in the event queue", Type::kGauge,
+                         st->queue.oldest_age_seconds, {{"queue", st->queue.name}}));
+      out->push_back(One("outbox_dlq_depth", "Messages in the event queue's dead-letter queue",
+                         Type::kGauge,
+                         static_cast<double>(st->dlq.visible + st->dlq.in_flight + st->dlq.delayed),
+                         {{"queue", st->dlq.name}}));
+      Family dl{"outbox_dead_letters",
+                "Dead letters in state DEAD (not redriven), per tenant",
+                Type::kGauge,
+                {}};
+      Family lag{"outbox_relay_lag_events",
+                 "Events emitted but not yet forwarded by the relay, per tenant",
+                 Type::kGauge,
+                 {}};
+      for (const auto& t : st->tenants) {
+        dl.samples.push_back(
+            Sample{{{"tenant", t.tenant}}, static_cast<double>(t.dead_letters), std::nullopt});
+        lag.samples.push_back(
+            Sample{{{"tenant", t.tenant}}, static_cast<double>(t.relay_lag_events), std::nullopt});
+      }
+      out->push_back(std::move(dl));
+      out->push_back(std::move(lag));
+      out->push_back(
+          One("outbox_relay_oldest_unforwarded_seconds",
+              "Age of the oldest event not yet forwarded by the relay (max over tenants)",
+              Type::kGauge, st->relay.lag_seconds));
+      out->push_back(One("outbox_relay_poison_records",
+                         "Change records the relay could not forward (stored)", Type::kGauge,
+                         static_cast<double>(st->relay.errors)));
+      out->push_back(One("outbox_poison_pills",
+                         "Worker poison pills recorded (bodies that are not envelopes)",
+                         Type::kGauge, static_cast<double>(st->poison_pills)));
+    }
+    Family chain{"outbox_chain_intact",
+                 "1 when the tenant's hash chain verified intact at the last reconcile",
+                 Type::kGauge,
+                 {}};
+    {
+      std::lock_guard<std::mutex> lock(impl_->chain_mu);
+      for (const auto& [tenant, ok] : impl_->chain_intact) {
+        chain.samples.push_back(Sample{{{"tenant", tenant}}, ok ? 1.0 : 0.0, std::nullopt});
+      }
+    }
+    out->push_back(std::move(chain));
+    out->push_back(One("outbox_ops_scrape_errors_total", "Scrapes whose store/queue reads failed",
+                       Type::kCounter, static_cast<double>(errors->load())));
+  });
+}
+
+void RegisterWorkerMetrics(metrics::Registry* r, const WorkerMetrics& m) {
+  auto c = [r](const char* name, const char* help, const std::atomic<int64_t>* v) {
+    r->AddCounter(name, help, [v] { return static_cast<double>(v->load()); });
+  };
+  c("outbox_worker_received_total", "Messages received by the durable worker", &m.received);
+  c("outbox_worker_deleted_total", "Messages deleted (done, poison or unmatched)", &m.deleted);
+  c("outbox_worker_poison_pills_total", "Bodies that are not envelopes (recorded, deleted)",
+    &m.poison_pills);
+  c("outbox_unmatched_events_total", "Events no DURABLE subscription matched", &m.unmatched_events);
+  c("outbox_worker_lease_lost_total", "Completions refused because the lease moved on",
+    &m.lease_lost);
+  c("outbox_worker_sequence_gaps_total", "Tenant seq jumps seen by the worker", &m.sequence_gaps);
+  c("outbox_worker_errors_total", "Store/queue errors in the worker (message left)", &m.errors);
+  c("outbox_dead_lettered_total", "Handler runs marked DEAD", &m.handler_dead);
+  r->AddCounter("outbox_deliveries_total", "Handler deliveries by subscription and outcome",
+                &m.deliveries);
+  r->AddHistogram("outbox_handler_duration_seconds", "Handler run time by subscription",
+                  &m.handler_duration);
+  r->AddHistogram("outbox_propagation_latency_seconds",
+                  "Completion time minus the event's occurred_at", &m.propagation_latency);
+}
+
+void RegisterRelayMetrics(metrics::Registry* r, const RelayMetrics& m) {
+  r->AddCounter("outbox_relay_forwarded_total", "Events forwarded to the queue by the relay",
+                [&m] { return static_cast<double>(m.forwarded.load()); });
+  r->AddCounter("outbox_relay_errors_total",
+                "Change records the relay could not forward (poison records)",
+                [&m] { return static_cast<double>(m.errors.load()); });
+  r->AddCounter("outbox_relay_resequenced_total", "Gaps the relay filled from the events table",
+                [&m] { return static_cast<double>(m.resequenced.load()); });
+  r->AddGauge("outbox_relay_lag_seconds",
+              "Now minus the creation time of the newest forwarded change record",
+              [&m] { return static_cast<double>(m.lag_ms.load()) / 1000.0; });
+}
+
+void RegisterEngineMetrics(metrics::Registry* r, const EngineMetrics& m) {
+  r->AddCounter("outbox_emits_total", "Successful Emit/EmitBatch calls",
+                [&m] { return static_cast<double>(m.emits.load()); });
+  r->AddCounter("outbox_events_total", "Events committed",
+                [&m] { return static_cast<double>(m.events.load()); });
+  r->AddCounter("outbox_emit_conflicts_total", "Head-row conflicts (retried)",
+                [&m] { return static_cast<double>(m.emit_conflicts.load()); });
+  r->AddCounter("outbox_emit_failures_total", "Emits that failed for any reason",
+                [&m] { return static_cast<double>(m.emit_failures.load()); });
+  r->AddCounter("outbox_local_errors_total", "LOCAL handler errors",
+                [&m] { return static_cast<double>(m.local_errors.load()); });
+}
+
+}  // namespace outbox::ops

@@ -1,0 +1,661 @@
+// Status, dead letters, poison pills, inbox rows (include/outbox/ops.h).
+#include "outbox/ops.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "fmt/format.h"
+#include "ops/ops_impl.h"
+#include "outbox/ddb_json.h"
+#include "outbox/envelope_codec.h"
+#include "outbox/relay.h"
+#include "outbox/subscription.h"
+
+namespace outbox::ops {
+
+// ---- item helpers ------------------------------------------------------------------
+
+int64_t IntAttr(const Item& item, const std::string& name) {
+  int64_t v = 0;
+  auto it = item.find(name);
+  if (it != item.end() && it->second.is(Type::N)) (void)it->second.n().ToInt64(&v);
+  return v;
+}
+
+std::string StrAttr(const Item& item, const std::string& name) {
+  auto it = item.find(name);
+  return it != item.end() && it->second.is(Type::S) ? it->second.s() : std::string();
+}
+
+bool BoolAttr(const Item& item, const std::string& name) {
+  auto it = item.find(name);
+  return it != item.end() && it->second.is(Type::BOOL) && it->second.boolean();
+}
+
+std::string TimeText(absl::Time t) {
+  if (t == absl::InfinitePast() || t == absl::UnixEpoch()) return "";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+}
+
+absl::StatusOr<absl::Time> ParseTime(const std::string& text, const std::string& field) {
+  if (!text.empty() &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+      text.size() <= 15) {
+    return absl::FromUnixMillis(std::stoll(text));
+  }
+  absl::Time t;
+  std::string err;
+  if (absl::ParseTime(absl::RFC3339_full, text, &t, &err)) return t;
+  return absl::InvalidArgumentError(fmt::format(
+      "{}: expected an RFC 3339 time (2026-11-30T07:00:00Z) or epoch milliseconds, got \"{}\"",
+      field, text));
+}
+
+DeadLetterRecord DeadLetterFromItem(const Item& item) {
+  DeadLetterRecord d;
+  d.tenant = StrAttr(item, "tenant");
+  d.event_id = StrAttr(item, "event_id");
+  d.subscription = StrAttr(item, "subscription");
+  d.id = d.tenant + "/" + d.event_id + ":" + d.subscription;
+  d.error = StrAttr(item, "error");
+  d.attempts = static_cast<int>(IntAttr(item, "attempts"));
+  d.terminal = BoolAttr(item, "terminal");
+  d.dead_at = absl::FromUnixMillis(IntAttr(item, "dead_at"));
+  d.state = StrAttr(item, "state");
+  d.redrives = IntAttr(item, "redrives");
+  if (item.count("redriven_at")) d.redriven_at = absl::FromUnixMillis(IntAttr(item, "redriven_at"));
+  auto env = item.find("envelope");
+  if (env != item.end() && env->second.is(Type::M)) {
+    d.envelope = env->second.m();
+    auto e = EnvelopeFromItemUnkeyed(d.envelope);
+    if (e.ok()) {
+      d.event_type = e->type;
+      d.seq = e->seq;
+      d.correlation_id = e->correlation_id;
+      d.occurred_at = absl::FromUnixMillis(e->occurred_at_ms);
+    }
+  }
+  return d;
+}
+
+bool Matches(const DeadLetterFilter& f, const DeadLetterRecord& d) {
+  auto in = [](const std::vector<std::string>& v, const std::string& s) {
+    return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
+  };
+  if (!in(f.tenants, d.tenant) || !in(f.subscriptions, d.subscription) ||
+      !in(f.event_ids, d.event_id))
+    return false;
+  if (f.since && d.dead_at < *f.since) return false;
+  if (f.until && d.dead_at >= *f.until) return false;
+  switch (f.state) {
+    case DeadLetterFilter::State::kDead:
+      return d.state == "DEAD";
+    case DeadLetterFilter::State::kRedriven:
+      return d.state == "REDRIVEN";
+    case DeadLetterFilter::State::kAny:
+      return true;
+  }
+  return true;
+}
+
+absl::Status DeadLetterFilter::Validate() const {
+  for (const auto& t : tenants) {
+    if (auto s = ValidateTenant(t); !s.ok())
+      return absl::InvalidArgumentError(fmt::format("tenant: {}", std::string(s.message())));
+  }
+  for (const auto& s : subscriptions) {
+    if (s.empty()) return absl::InvalidArgumentError("subscription: must not be empty");
+  }
+  for (const auto& e : event_ids) {
+    if (e.empty() || e.size() > 128)
+      return absl::InvalidArgumentError("event id: 1..128 characters");
+  }
+  if (since && until && *until <= *since)
+    return absl::InvalidArgumentError("until: must be after since");
+  if (limit < 0)
+    return absl::InvalidArgumentError(fmt::format("limit: must be >= 0, got {}", limit));
+  return absl::OkStatus();
+}
+
+bool DeadLetterFilter::empty() const {
+  return tenants.empty() && subscriptions.empty() && event_ids.empty() && !since && !until;
+}
+
+// ---- JSON ------------------------------------------------------------------------------
+
+bool Status::healthy() const {
+  return chain_intact && dead_letters == 0 && dlq.visible + dlq.in_flight + dlq.delayed == 0 &&
+         poison_pills == 0 && relay.errors == 0;
+}
+
+namespace {
+nlohmann::json QueueJson(const QueueStatus& q) {
+  return {{"name", q.name},       {"exists", q.exists},
+          {"visible", q.visible}, {"in_flight", q.in_flight},
+          {"delayed", q.delayed}, {"oldest_age_seconds", q.oldest_age_seconds}};
+}
+}  // namespace
+
+nlohmann::json Status::ToJson() const {
+  nlohmann::json ts = nlohmann::json::array();
+  for (const auto& t : tenants) {
+    nlohmann::json j = {{"tenant", t.tenant},
+                        {"events", t.events},
+                        {"last_seq", t.last_seq},
+                        {"dead_letters", t.dead_letters},
+                        {"relay_last_seq", t.relay_last_seq},
+                        {"relay_lag_events", t.relay_lag_events},
+                        {"relay_lag_seconds", t.relay_lag_seconds}};
+    if (t.verified) {
+      j["chain_intact"] = t.chain_intact;
+      if (!t.chain_intact) {
+        j["chain_break"] = t.chain_break;
+        j["first_broken_seq"] = t.first_broken_seq;
+      }
+    }
+    ts.push_back(std::move(j));
+  }
+  nlohmann::json inbox_j = nlohmann::json::array();
+  for (const auto& c : inbox) {
+    inbox_j.push_back({{"subscription", c.subscription},
+                       {"absent", c.absent},
+                       {"pending", c.pending},
+                       {"completed", c.completed},
+                       {"retry", c.retry},
+                       {"dead", c.dead}});
+  }
+  return {{"at", TimeText(at)},
+          {"healthy", healthy()},
+          {"chain_intact", chain_intact},
+          {"events", events},
+          {"dead_letters", dead_letters},
+          {"dead_letters_redriven", dead_letters_redriven},
+          {"poison_pills", poison_pills},
+          {"queue", QueueJson(queue)},
+          {"dlq", QueueJson(dlq)},
+          {"relay",
+           {{"name", relay.name},
+            {"checkpoint", relay.checkpoint},
+            {"lag_events", relay.lag_events},
+            {"lag_seconds", relay.lag_seconds},
+            {"errors", relay.errors}}},
+          {"tenants", ts},
+          {"inbox", inbox_j}};
+}
+
+nlohmann::json DeadLetterRecord::ToJson(bool full) const {
+  nlohmann::json j = {{"id", id},
+                      {"tenant", tenant},
+                      {"event_id", event_id},
+                      {"subscription", subscription},
+                      {"event_type", event_type},
+                      {"seq", seq},
+                      {"correlation_id", correlation_id},
+                      {"error", error},
+                      {"attempts", attempts},
+                      {"terminal", terminal},
+                      {"dead_at", TimeText(dead_at)},
+                      {"state", state},
+                      {"redrives", redrives}};
+  if (redriven_at) j["redriven_at"] = TimeText(*redriven_at);
+  if (full) {
+    j["occurred_at"] = TimeText(occurred_at);
+    auto e = EnvelopeFromItemUnkeyed(envelope);
+    j["envelope"] = e.ok() ? EnvelopeToJson(*e) : ddbjson::Encode(envelope);
+    if (inbox) {
+      j["inbox"] = {{"status", std::string(InboxStatusName(inbox->status))},
+                    {"attempts", inbox->attempts},
+                    {"token", inbox->token},
+                    {"owner", inbox->owner},
+                    {"last_error", inbox->last_error},
+                    {"updated_at", TimeText(inbox->updated_at)}};
+    } else {
+      j["inbox"] = nullptr;
+    }
+  }
+  return j;
+}
+
+nlohmann::json PoisonPill::ToJson() const {
+  return {{"source", source},
+          {"id", id},
+          {"error", error},
+          {"body", body},
+          {"body_bytes", body_bytes},
+          {"queue", queue},
+          {"group_id", group_id},
+          {"receive_count", receive_count},
+          {"recorded_at", TimeText(recorded_at)}};
+}
+
+nlohmann::json InboxEntry::ToJson() const {
+  if (!found) return {{"found", false}};
+  return {{"found", true},
+          {"key", row.key.idempotency_key()},
+          {"event_id", row.key.event_id},
+          {"subscription", row.key.subscription},
+          {"tenant", row.key.tenant},
+          {"status", std::string(InboxStatusName(row.status))},
+          {"attempts", row.attempts},
+          {"token", row.token},
+          {"owner", row.owner},
+          {"last_error", row.last_error},
+          {"lease_expires_at",
+           row.status == InboxStatus::kPending ? TimeText(row.lease_expires_at) : ""},
+          {"updated_at", TimeText(row.updated_at)},
+          {"redrives", redrives},
+          {"history", history},
+          {"dead_letter", dead_letter},
+          {"dead_letter_state", dead_letter_state}};
+}
+
+nlohmann::json RedriveResult::ToJson() const {
+  nlohmann::json items_j = nlohmann::json::array();
+  for (const auto& i : items) {
+    items_j.push_back(
+        {{"id", i.id}, {"action", i.action}, {"source", i.source}, {"detail", i.detail}});
+  }
+  return {{"dry_run", dry_run}, {"selected", selected}, {"reset", reset},
+          {"events", events},   {"from_dlq", from_dlq}, {"from_log", from_log},
+          {"skipped", skipped}, {"failed", failed},     {"items", items_j}};
+}
+
+nlohmann::json ReplayResult::ToJson() const {
+  return {{"dry_run", dry_run},
+          {"events", events},
+          {"enqueued", enqueued},
+          {"to_run", to_run},
+          {"skipped_completed", skipped_completed},
+          {"reset_completed", reset_completed},
+          {"dead", dead},
+          {"busy", busy},
+          {"not_matched", not_matched}};
+}
+
+// ---- Impl helpers ------------------------------------------------------------------------
+
+absl::StatusOr<std::vector<Item>> Ops::Impl::QueryAll(const std::string& table,
+                                                      const std::string& pk, int64_t limit) {
+  std::vector<Item> out;
+  QueryRequest q;
+  q.table = table;
+  q.key_condition = "pk = :pk";
+  q.args.values = {{":pk", Value::S(pk)}};
+  q.consistent_read = true;
+  while (true) {
+    auto r = store->Query(q);
+    if (!r.ok()) {
+      if (DdbErrorName(r.status()) == ddb_error::kResourceNotFound)
+        return out;  // table not made yet
+      return r.status();
+    }
+    for (auto& i : r->items) {
+      out.push_back(std::move(i));
+      if (limit > 0 && static_cast<int64_t>(out.size()) >= limit) return out;
+    }
+    if (!r->last_evaluated_key) return out;
+    q.exclusive_start_key = r->last_evaluated_key;
+  }
+}
+
+absl::StatusOr<std::vector<std::string>> Ops::Impl::Tenants(
+    const std::vector<std::string>& wanted) {
+  if (!wanted.empty()) return wanted;
+  return engine->ListTenants();
+}
+
+std::string Ops::Impl::DlqName() {
+  if (!options.dlq.empty()) return options.dlq;
+  auto a = queue->GetAttributes(options.queue);
+  if (a.ok() && a->options.redrive) return a->options.redrive->dead_letter_queue;
+  return "";
+}
+
+absl::StatusOr<QueueStatus> Ops::Impl::QueueInfo(const std::string& name, std::string* dlq_name) {
+  QueueStatus q;
+  q.name = name;
+  if (name.empty()) return q;
+  auto a = queue->GetAttributes(name);
+  if (!a.ok()) {
+    if (SqsErrorName(a.status()) == sqs_error::kQueueDoesNotExist) return q;
+    return a.status();
+  }
+  q.exists = true;
+  q.visible = a->visible;
+  q.in_flight = a->in_flight;
+  q.delayed = a->delayed;
+  q.oldest_age_seconds = absl::ToDoubleSeconds(a->age_of_oldest);
+  if (dlq_name && a->options.redrive && dlq_name->empty())
+    *dlq_name = a->options.redrive->dead_letter_queue;
+  return q;
+}
+
+void Ops::Impl::Sleep(absl::Duration d) {
+  if (d <= absl::ZeroDuration()) return;
+  if (options.sleep) return options.sleep(d);
+  std::this_thread::sleep_for(absl::ToChronoMicroseconds(d));
+}
+
+absl::Status Ops::Impl::SendEvent(const Item& event_row, const std::string& tenant,
+                                  const std::string& event_id, const std::string& tag) {
+  SendMessageRequest m;
+  m.body = ddbjson::Encode(event_row).dump();
+  m.group_id = tenant;
+  m.dedup_id = fmt::format("{}-{}{}", event_id, tag, clock->NowMillis());
+  auto r = queue->Send(options.queue, m);
+  return r.status();
+}
+
+// ---- Ops ---------------------------------------------------------------------------------
+
+Ops::Ops(Engine* engine, Store* store, Queue* queue, const routing::Router* router, Clock* clock,
+         OpsOptions options)
+    : impl_(std::make_unique<Impl>(engine, store, queue, router, clock, options)),
+      options_(std::move(options)) {}
+
+Ops::~Ops() = default;
+
+absl::Status Ops::Ready() {
+  for (const auto& t :
+       {impl_->eo().events_table, impl_->eo().inbox_table, impl_->eo().dead_letters_table}) {
+    auto d = impl_->store->DescribeTable(t);
+    if (!d.ok())
+      return absl::UnavailableError(
+          fmt::format("table {}: {}", t, std::string(d.status().message())));
+  }
+  auto q = impl_->queue->GetAttributes(options_.queue);
+  if (!q.ok())
+    return absl::UnavailableError(
+        fmt::format("queue {}: {}", options_.queue, std::string(q.status().message())));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Status> Ops::GetStatus(const StatusOptions& o) {
+  Impl& m = *impl_;
+  Status st;
+  st.at = m.clock->Now();
+  std::vector<std::string> wanted;
+  if (!o.tenant.empty()) {
+    if (auto s = ValidateTenant(o.tenant); !s.ok()) return s;
+    wanted.push_back(o.tenant);
+  }
+  auto tenants = m.Tenants(wanted);
+  if (!tenants.ok()) return tenants.status();
+
+  // Queues.
+  std::string dlq = options_.dlq;
+  auto q = m.QueueInfo(options_.queue, &dlq);
+  if (!q.ok()) return q.status();
+  st.queue = *q;
+  auto d = m.QueueInfo(dlq, nullptr);
+  if (!d.ok()) return d.status();
+  st.dlq = *d;
+
+  // Relay.
+  st.relay.name = options_.relay_name;
+  const std::string relay_pk = "RELAY#" + options_.relay_name;
+  {
+    GetRequest g;
+    g.table = m.eo().relay_state_table;
+    g.key = Item{{"pk", Value::S(relay_pk)}, {"sk", Value::S("CHECKPOINT")}};
+    auto r = m.store->GetItem(g);
+    if (r.ok() && *r) st.relay.checkpoint = StrAttr(**r, "seq");
+    auto poison = m.QueryAll(m.eo().relay_state_table, "RELAY_POISON");
+    if (!poison.ok()) return poison.status();
+    st.relay.errors = static_cast<int64_t>(poison->size());
+  }
+
+  // Poison pills.
+  auto pills = m.QueryAll(m.eo().dead_letters_table, "POISON");
+  if (!pills.ok()) return pills.status();
+  st.poison_pills = static_cast<int64_t>(pills->size());
+
+  // Inbox counts: every DURABLE subscription appears, zero when nothing matched.
+  std::map<std::string, InboxCounts> counts;
+  const bool want_inbox = o.inbox_counts && m.router != nullptr && options_.inbox_scan_limit > 0;
+  if (want_inbox) {
+    for (const Subscription* s : m.router->All()) {
+      if (s->lane == Lane::kDurable) counts[s->name].subscription = s->name;
+    }
+  }
+
+  for (const auto& tenant : *tenants) {
+    TenantStatus t;
+    t.tenant = tenant;
+    auto head = m.engine->ReadHead(tenant);
+    if (!head.ok()) return head.status();
+    t.last_seq = head->last_seq;
+    t.events = head->last_seq;
+    if (o.verify_chain) {
+      auto v = m.engine->VerifyChain(tenant);
+      if (!v.ok()) return v.status();
+      t.verified = true;
+      t.chain_intact = v->chain_intact;
+      t.events = v->count;
+      if (!v->chain_intact) {
+        t.chain_break = std::string(ChainBreakName(v->reason));
+        t.first_broken_seq = v->first_broken_seq;
+      }
+      st.chain_intact &= v->chain_intact;
+      std::lock_guard<std::mutex> lock(m.chain_mu);
+      m.chain_intact[tenant] = v->chain_intact;
+    }
+    auto dls = m.QueryAll(m.eo().dead_letters_table, "TENANT#" + tenant + "#DEAD");
+    if (!dls.ok()) return dls.status();
+    for (const Item& i : *dls) {
+      const std::string state = StrAttr(i, "state");
+      if (state == "DEAD")
+        ++t.dead_letters;
+      else if (state == "REDRIVEN")
+        ++st.dead_letters_redriven;
+    }
+    GetRequest g;
+    g.table = m.eo().relay_state_table;
+    g.key = Item{{"pk", Value::S(relay_pk)}, {"sk", Value::S("TENANT#" + tenant)}};
+    auto rs = m.store->GetItem(g);
+    if (rs.ok() && *rs) t.relay_last_seq = IntAttr(**rs, "last_seq");
+    t.relay_lag_events = std::max<int64_t>(0, t.last_seq - t.relay_last_seq);
+    if (t.relay_lag_events > 0) {
+      auto next = m.engine->ReadLog(tenant, t.relay_last_seq + 1, 1);
+      if (next.ok() && !next->empty()) {
+        t.relay_lag_seconds = std::max(
+            0.0, absl::ToDoubleSeconds(st.at - absl::FromUnixMillis(next->front().occurred_at_ms)));
+      }
+    }
+    if (want_inbox && t.last_seq > 0) {
+      int64_t from = std::max<int64_t>(1, t.last_seq - options_.inbox_scan_limit + 1);
+      auto log = m.engine->ReadLog(tenant, from, options_.inbox_scan_limit);
+      if (!log.ok()) return log.status();
+      for (const Envelope& e : *log) {
+        for (const Subscription* s : m.router->Match(e, Lane::kDurable)) {
+          auto row = m.inbox.Get(InboxKey{e.id, s->name, e.tenant});
+          if (!row.ok()) return row.status();
+          InboxCounts& c = counts[s->name];
+          if (!*row) {
+            ++c.absent;
+            continue;
+          }
+          switch ((*row)->status) {
+            case InboxStatus::kPending:
+              ++c.pending;
+              break;
+            case InboxStatus::kCompleted:
+              ++c.completed;
+              break;
+            case InboxStatus::kRetry:
+              ++c.retry;
+              break;
+            case InboxStatus::kDead:
+              ++c.dead;
+              break;
+          }
+        }
+      }
+    }
+    st.events += t.last_seq;
+    st.dead_letters += t.dead_letters;
+    st.relay.lag_events += t.relay_lag_events;
+    st.relay.lag_seconds = std::max(st.relay.lag_seconds, t.relay_lag_seconds);
+    st.tenants.push_back(std::move(t));
+  }
+  for (auto& [name, c] : counts) st.inbox.push_back(c);
+  return st;
+}
+
+absl::StatusOr<Status> Ops::Reconcile(const std::string& tenant) {
+  StatusOptions o;
+  o.tenant = tenant;
+  o.verify_chain = true;
+  o.inbox_counts = false;
+  return GetStatus(o);
+}
+
+absl::StatusOr<std::vector<DeadLetterRecord>> Ops::ListDeadLetters(const DeadLetterFilter& f) {
+  if (auto s = f.Validate(); !s.ok()) return s;
+  auto tenants = impl_->Tenants(f.tenants);
+  if (!tenants.ok()) return tenants.status();
+  std::vector<DeadLetterRecord> out;
+  for (const auto& tenant : *tenants) {
+    auto items = impl_->QueryAll(impl_->eo().dead_letters_table, "TENANT#" + tenant + "#DEAD");
+    if (!items.ok()) return items.status();
+    for (const Item& i : *items) {
+      DeadLetterRecord d = DeadLetterFromItem(i);
+      if (!Matches(f, d)) continue;
+      out.push_back(std::move(d));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const DeadLetterRecord& a, const DeadLetterRecord& b) {
+                     return std::tie(a.dead_at, a.tenant, a.seq, a.subscription) <
+                            std::tie(b.dead_at, b.tenant, b.seq, b.subscription);
+                   });
+  if (f.limit > 0 && static_cast<int64_t>(out.size()) > f.limit) out.resize(f.limit);
+  return out;
+}
+
+absl::StatusOr<int64_t> Ops::CountDeadLetters(const DeadLetterFilter& f) {
+  DeadLetterFilter g = f;
+  g.limit = 0;
+  auto l = ListDeadLetters(g);
+  if (!l.ok()) return l.status();
+  return static_cast<int64_t>(l->size());
+}
+
+absl::StatusOr<DeadLetterRecord> Ops::GetDeadLetter(const std::string& id) {
+  std::string tenant, rest = id;
+  if (size_t slash = id.find('/'); slash != std::string::npos) {
+    tenant = id.substr(0, slash);
+    rest = id.substr(slash + 1);
+    if (auto s = ValidateTenant(tenant); !s.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("dead letter id: tenant: {}", std::string(s.message())));
+    }
+  }
+  size_t colon = rest.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "dead letter id: expected [<tenant>/]<event_id>:<subscription>, got \"{}\"", id));
+  }
+  auto tenants = impl_->Tenants(tenant.empty() ? std::vector<std::string>{}
+                                               : std::vector<std::string>{tenant});
+  if (!tenants.ok()) return tenants.status();
+  for (const auto& t : *tenants) {
+    GetRequest g;
+    g.table = impl_->eo().dead_letters_table;
+    g.key = Item{{"pk", Value::S("TENANT#" + t + "#DEAD")}, {"sk", Value::S(rest)}};
+    g.consistent_read = true;
+    auto r = impl_->store->GetItem(g);
+    if (!r.ok()) {
+      if (DdbErrorName(r.status()) == ddb_error::kResourceNotFound) break;
+      return r.status();
+    }
+    if (!*r) continue;
+    DeadLetterRecord d = DeadLetterFromItem(**r);
+    auto row = impl_->inbox.Get(InboxKey{d.event_id, d.subscription, d.tenant});
+    if (!row.ok()) return row.status();
+    if (*row) d.inbox = **row;
+    return d;
+  }
+  return absl::NotFoundError(fmt::format("dead letter {}: not found", id));
+}
+
+absl::StatusOr<std::vector<PoisonPill>> Ops::ListPoison(int64_t limit) {
+  if (limit < 0)
+    return absl::InvalidArgumentError(fmt::format("limit: must be >= 0, got {}", limit));
+  std::vector<PoisonPill> out;
+  auto items = impl_->QueryAll(impl_->eo().dead_letters_table, "POISON", limit);
+  if (!items.ok()) return items.status();
+  for (const Item& i : *items) {
+    PoisonPill p;
+    p.source = "worker";
+    p.id = StrAttr(i, "sk");
+    p.error = StrAttr(i, "error");
+    p.body = StrAttr(i, "body");
+    p.body_bytes = IntAttr(i, "body_bytes");
+    p.queue = StrAttr(i, "queue");
+    p.group_id = StrAttr(i, "group_id");
+    p.receive_count = IntAttr(i, "receive_count");
+    p.recorded_at = absl::FromUnixMillis(IntAttr(i, "recorded_at"));
+    out.push_back(std::move(p));
+  }
+  auto relay = impl_->QueryAll(impl_->eo().relay_state_table, "RELAY_POISON", limit);
+  if (!relay.ok()) return relay.status();
+  for (const Item& i : *relay) {
+    PoisonPill p;
+    p.source = "relay";
+    p.id = StrAttr(i, "sk");
+    p.error = StrAttr(i, "reason");
+    p.body = StrAttr(i, "raw");
+    p.body_bytes = static_cast<int64_t>(p.body.size());
+    p.queue = StrAttr(i, "relay");
+    p.recorded_at = absl::FromUnixMillis(IntAttr(i, "at"));
+    out.push_back(std::move(p));
+  }
+  if (limit > 0 && static_cast<int64_t>(out.size()) > limit) out.resize(limit);
+  return out;
+}
+
+absl::StatusOr<InboxEntry> Ops::InboxShow(const std::string& key) {
+  size_t colon = key.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == key.size()) {
+    return absl::InvalidArgumentError(
+        fmt::format("inbox key: expected <event_id>:<subscription>, got \"{}\"", key));
+  }
+  InboxEntry e;
+  GetRequest g;
+  g.table = impl_->eo().inbox_table;
+  g.key = Item{{"pk", Value::S("IDEMP#" + key)}, {"sk", Value::S("INBOX")}};
+  g.consistent_read = true;
+  auto r = impl_->store->GetItem(g);
+  if (!r.ok()) return r.status();
+  if (!*r) return e;
+  const Item& i = **r;
+  e.found = true;
+  e.row.key = InboxKey{StrAttr(i, "event_id"), StrAttr(i, "subscription"), StrAttr(i, "tenant")};
+  (void)ParseInboxStatus(StrAttr(i, "status"), &e.row.status);
+  e.row.attempts = static_cast<int>(IntAttr(i, "attempts"));
+  e.row.token = IntAttr(i, "token");
+  e.row.owner = StrAttr(i, "owner");
+  e.row.last_error = StrAttr(i, "last_error");
+  e.row.lease_expires_at = absl::FromUnixMillis(IntAttr(i, "lease_expires_at"));
+  e.row.updated_at = absl::FromUnixMillis(IntAttr(i, "updated_at"));
+  e.redrives = IntAttr(i, "redrives");
+  if (auto h = i.find("history"); h != i.end() && h->second.is(Type::L)) {
+    for (const Value& v : h->second.l()) e.history.push_back(ddbjson::ToPlainJson(v));
+  }
+  if (!e.row.key.tenant.empty()) {
+    GetRequest d;
+    d.table = impl_->eo().dead_letters_table;
+    d.key = Inbox::DeadLetterKey(e.row.key);
+    auto dr = impl_->store->GetItem(d);
+    if (dr.ok() && *dr) {
+      e.dead_letter = true;
+      e.dead_letter_state = StrAttr(**dr, "state");
+    }
+  }
+  return e;
+}
+
+}  // namespace outbox::ops

@@ -1,0 +1,57 @@
+// Internals shared by the ops sources.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "outbox/ops.h"
+#include "routing/router.h"
+
+namespace outbox::ops {
+
+struct Ops::Impl {
+  Impl(Engine* e, Store* s, Queue* q, const routing::Router* r, Clock* c, const OpsOptions& o)
+      : engine(e),
+        store(s),
+        queue(q),
+        router(r),
+        clock(c ? c : Clock::Real()),
+        options(o),
+        inbox(s, clock, InboxOptions{e->options().inbox_table, e->options().dead_letters_table}) {}
+
+  Engine* engine;
+  Store* store;
+  Queue* queue;
+  const routing::Router* router;
+  Clock* clock;
+  OpsOptions options;
+  Inbox inbox;
+
+  std::mutex chain_mu;
+  std::map<std::string, bool> chain_intact;  // tenant -> last verification; guarded by chain_mu
+
+  const EngineOptions& eo() const { return engine->options(); }
+  // Every item of a partition (all pages).
+  absl::StatusOr<std::vector<Item>> QueryAll(const std::string& table, const std::string& pk,
+                                             int64_t limit = 0);
+  absl::StatusOr<std::vector<std::string>> Tenants(const std::vector<std::string>& wanted);
+  absl::StatusOr<QueueStatus> QueueInfo(const std::string& name, std::string* dlq_name);
+  std::string DlqName();
+  void Sleep(absl::Duration d);
+  // Re-enqueues one event row (body = DynamoDB JSON of the row, group = tenant)
+  // with a fresh dedup id "<event_id>-<tag><now_ms>".
+  absl::Status SendEvent(const Item& event_row, const std::string& tenant,
+                         const std::string& event_id, const std::string& tag);
+};
+
+// Helpers over items.
+int64_t IntAttr(const Item& item, const std::string& name);
+std::string StrAttr(const Item& item, const std::string& name);
+bool BoolAttr(const Item& item, const std::string& name);
+std::string TimeText(absl::Time t);
+DeadLetterRecord DeadLetterFromItem(const Item& item);
+bool Matches(const DeadLetterFilter& f, const DeadLetterRecord& d);
+
+}  // namespace outbox::ops

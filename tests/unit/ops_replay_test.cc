@@ -1,0 +1,156 @@
+// Replay (SPEC §8): re-enqueue a tenant's seq range for chosen subscriptions.
+// A new subscription backfills (completed rows of other subscriptions skip);
+// completed rows of the chosen subscription skip unless --force resets them.
+#include <gtest/gtest.h>
+
+#include "ops_fixture.h"
+
+namespace outbox::ops_test {
+namespace {
+
+using ops::ReplayRequest;
+
+class Replay : public Pipeline {
+ protected:
+  void SetUp() override {
+    Pipeline::SetUp();
+    Subscribe("billing");
+    for (int i = 0; i < 3; ++i) events_.push_back(Emit("t1"));
+    other_ = Emit("t2");
+    Relay();
+    Drain();
+    for (const Envelope& e : events_) ASSERT_EQ(Runs(e, "billing"), 1);
+  }
+  ReplayRequest Request(std::vector<std::string> subs) {
+    ReplayRequest r;
+    r.tenant = "t1";
+    r.subscriptions = std::move(subs);
+    return r;
+  }
+  std::vector<Envelope> events_;
+  Envelope other_;
+};
+
+TEST_F(Replay, NewSubscriptionBackfillsCompletedRowsSkip) {
+  Subscribe("audit");  // added after the events were processed
+  auto r = ops_->Replay(Request({"audit"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->events, 3);
+  EXPECT_EQ(r->enqueued, 3);
+  EXPECT_EQ(r->to_run, 3);
+  EXPECT_EQ(r->skipped_completed, 0);
+  EXPECT_EQ(Depth(kQueue), 3);
+  Drain();
+  for (const Envelope& e : events_) {
+    EXPECT_EQ(Runs(e, "audit"), 1);
+    EXPECT_EQ(Runs(e, "billing"), 1);  // completed: not run again by the replayed messages
+  }
+  EXPECT_EQ(Runs(other_, "audit"), 0);  // another tenant is not replayed
+
+  // Replaying again: every row is COMPLETED, nothing is enqueued.
+  r = ops_->Replay(Request({"audit", "billing"}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->enqueued, 0);
+  EXPECT_EQ(r->skipped_completed, 6);
+  EXPECT_EQ(Depth(kQueue), 0);
+}
+
+TEST_F(Replay, ForceResetsCompletedRowsAndRerunsOnlyTheChosenSubscription) {
+  Subscribe("audit");
+  ASSERT_TRUE(ops_->Replay(Request({"audit"})).ok());
+  Drain();
+  ReplayRequest r = Request({"billing"});
+  r.from_seq = 2;
+  r.to_seq = 3;
+  r.force = true;
+  auto res = ops_->Replay(r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->events, 2);
+  EXPECT_EQ(res->reset_completed, 2);
+  EXPECT_EQ(res->enqueued, 2);
+  Drain();
+  EXPECT_EQ(Runs(events_[0], "billing"), 1);  // outside the range
+  EXPECT_EQ(Runs(events_[1], "billing"), 2);  // forced: ran again
+  EXPECT_EQ(Runs(events_[2], "billing"), 2);
+  for (const Envelope& e : events_)
+    EXPECT_EQ(Runs(e, "audit"), 1);  // not chosen: completed rows skip
+  auto row = ops_->InboxShow(events_[1].id + ":billing");
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(row->row.status, InboxStatus::kCompleted);
+  ASSERT_EQ(row->history.size(), 1u);
+  EXPECT_EQ(row->history[0]["reason"], "replay --force");
+  EXPECT_EQ(row->history[0]["status"], "COMPLETED");
+}
+
+TEST_F(Replay, DryRunChangesNothing) {
+  Subscribe("audit");
+  ReplayRequest r = Request({"audit", "billing"});
+  r.force = true;
+  r.dry_run = true;
+  auto res = ops_->Replay(r);
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->enqueued, 3);
+  EXPECT_EQ(res->reset_completed, 3);
+  EXPECT_EQ(Depth(kQueue), 0);
+  for (const Envelope& e : events_) EXPECT_EQ(Status(e, "billing"), InboxStatus::kCompleted);
+}
+
+TEST_F(Replay, RateLimitSpacesTheSends) {
+  std::vector<absl::Duration> sleeps;
+  ops::OpsOptions oo;
+  oo.sleep = [&](absl::Duration d) { sleeps.push_back(d); };
+  ops::Ops limited(engine_.get(), store_.get(), queue_.get(), &router_, &clock_, oo);
+  ReplayRequest r = Request({"billing"});
+  r.force = true;
+  r.max_per_second = 4;
+  auto res = limited.Replay(r);
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->enqueued, 3);
+  ASSERT_EQ(sleeps.size(), 2u);  // between the 3 sends
+  EXPECT_EQ(sleeps[0], absl::Milliseconds(250));
+}
+
+TEST_F(Replay, BadRequestsNameTheField) {
+  ReplayRequest r = Request({"nope"});
+  auto res = ops_->Replay(r);
+  EXPECT_EQ(res.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(res.status().message().find("subscription nope"), std::string::npos);
+  r = Request({"billing"});
+  r.from_seq = 5;
+  r.to_seq = 2;
+  res = ops_->Replay(r);
+  EXPECT_EQ(res.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(res.status().message().find("to:"), std::string::npos);
+  r = Request({});
+  EXPECT_NE(ops_->Replay(r).status().message().find("subscriptions"), std::string::npos);
+  ops::Ops no_router(engine_.get(), store_.get(), queue_.get(), nullptr, &clock_);
+  EXPECT_EQ(no_router.Replay(Request({"billing"})).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(Replay, StatusCountsInboxStatesPerSubscription) {
+  Subscribe("audit");
+  auto st = ops_->GetStatus();
+  ASSERT_TRUE(st.ok()) << st.status();
+  ASSERT_EQ(st->inbox.size(), 2u);
+  EXPECT_EQ(st->inbox[0].subscription, "audit");
+  EXPECT_EQ(st->inbox[0].absent, 4);  // never delivered to audit
+  EXPECT_EQ(st->inbox[1].subscription, "billing");
+  EXPECT_EQ(st->inbox[1].completed, 4);
+  ASSERT_EQ(st->tenants.size(), 2u);
+  EXPECT_EQ(st->tenants[0].last_seq, 3);
+  EXPECT_EQ(st->tenants[0].relay_lag_events, 0);
+  EXPECT_TRUE(st->tenants[0].chain_intact);
+  // An emitted, not relayed event is relay lag.
+  clock_.Advance(absl::Seconds(5));
+  Emit("t1");
+  clock_.Advance(absl::Seconds(7));
+  st = ops_->GetStatus();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->tenants[0].relay_lag_events, 1);
+  EXPECT_DOUBLE_EQ(st->tenants[0].relay_lag_seconds, 7.0);
+  EXPECT_EQ(st->relay.lag_events, 1);
+}
+
+}  // namespace
+}  // namespace outbox::ops_test
