@@ -1,5 +1,7 @@
-// The tests that prove "once" (SPEC §10) for the durable worker, on a real
-// embedded store + queue. Handlers write their effect through AddWrite
+// The tests that prove "once" (SPEC §10) for the durable worker, on every
+// store backend: the real embedded store, and DynamoDB Local (started by this
+// binary, support/dynamodb_local.h) — the queue is the embedded FIFO queue in
+// both cases. Handlers write their effect through AddWrite
 // (`effects` row per idempotency key, `runs` incremented), so "exactly once"
 // is checked in the store, not only in memory.
 #include "outbox/worker.h"
@@ -20,8 +22,12 @@
 #include "outbox/envelope_codec.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "routing/router.h"
+#include "store/dynamodb/dynamodb_store.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/dynamodb_local.h"
 #include "support/temp_dir.h"
+
+OUTBOX_USE_DYNAMODB_LOCAL();
 
 namespace outbox {
 namespace {
@@ -61,21 +67,43 @@ TransactWriteItem EffectWrite(const HandlerContext& ctx, const std::string& who)
 
 struct Env {
   std::shared_ptr<sqlite::Database> db;
-  std::unique_ptr<SqliteStore> store;
+  std::unique_ptr<Store> store;
   std::unique_ptr<SqliteQueue> queue;
   std::unique_ptr<Inbox> inbox;
 };
 
+// Where the store lives: the embedded file (empty `ddb_key`), or a DynamoDB
+// Local database of its own (`ddb_key` = the access key id that selects it).
+struct StoreTarget {
+  std::string ddb_endpoint;
+  std::string ddb_key;
+};
+
+std::unique_ptr<Store> OpenDynamoDb(const StoreTarget& t) {
+  DynamoDbStoreOptions o;
+  o.client.endpoint = t.ddb_endpoint;
+  o.client.region = "us-east-1";
+  o.client.credentials = {t.ddb_key, "secret", ""};
+  auto s = DynamoDbStore::Open(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::unique_ptr<Store>(std::move(*s)) : nullptr;
+}
+
 // Opens (and on first use creates) store, queue, inbox, effects table and the
 // FIFO queue with redrive to a DLQ.
-Env OpenEnv(const std::string& path, Clock* clock, absl::Duration visibility, int max_receive, bool create) {
+Env OpenEnv(const std::string& path, Clock* clock, absl::Duration visibility, int max_receive, bool create,
+            const StoreTarget& target = {}) {
   Env env;
   sqlite::DatabaseOptions o;
   o.path = path;
   env.db = *sqlite::Database::Open(o);
-  SqliteStoreOptions so;
-  so.sweep_interval = absl::ZeroDuration();
-  env.store = *SqliteStore::Open(env.db, clock, so);
+  if (target.ddb_key.empty()) {
+    SqliteStoreOptions so;
+    so.sweep_interval = absl::ZeroDuration();
+    env.store = *SqliteStore::Open(env.db, clock, so);
+  } else {
+    env.store = OpenDynamoDb(target);
+  }
   env.queue = *SqliteQueue::Open(env.db, clock);
   env.inbox = std::make_unique<Inbox>(env.store.get(), clock);
   if (create) {
@@ -111,11 +139,29 @@ int64_t EffectRuns(Store* store, const std::string& key, std::string* writer = n
 
 // ---- fixture on a ManualClock --------------------------------------------------------
 
-class WorkerProofs : public ::testing::Test {
+struct ProofBackend {
+  std::string name;
+  bool dynamodb = false;
+};
+const ProofBackend kBackends[] = {{"embedded", false}, {"dynamodb", true}};
+std::string BackendName(const ::testing::TestParamInfo<ProofBackend>& info) { return info.param.name; }
+
+StoreTarget TargetFor(const ProofBackend& b) {
+  if (!b.dynamodb) return {};
+  return {testing_support::DynamoDbLocal::Endpoint(), testing_support::DynamoDbLocal::FreshAccessKey()};
+}
+
+class WorkerProofs : public ::testing::TestWithParam<ProofBackend> {
  protected:
   static constexpr absl::Duration kVisibility = absl::Seconds(30);
 
-  void SetUp() override { env_ = OpenEnv(dir_.file("worker.db"), &clock_, kVisibility, 5, true); }
+  void SetUp() override {
+    // DynamoDB Local deletes items whose TTL is in its (real) past: start the
+    // manual clock at the real time there.
+    if (GetParam().dynamodb) clock_.Set(absl::Now());
+    env_ = OpenEnv(dir_.file("worker.db"), &clock_, kVisibility, 5, true, TargetFor(GetParam()));
+    ASSERT_NE(env_.store, nullptr);
+  }
 
   SendResult Send(const Envelope& e, const std::string& dedup = "") {
     SendMessageRequest r;
@@ -219,7 +265,7 @@ class WorkerProofs : public ::testing::Test {
   std::map<std::string, std::vector<int64_t>> order_;
 };
 
-TEST_F(WorkerProofs, FlakyHandlerRunsAgainOnTheNextReceiveAndCommitsOnce) {
+TEST_P(WorkerProofs, FlakyHandlerRunsAgainOnTheNextReceiveAndCommitsOnce) {
   Subscribe("notify", "order.*", [](HandlerContext& ctx, const Envelope&) {
     return ctx.attempt() == 1 ? absl::UnavailableError("downstream flaked") : absl::OkStatus();
   });
@@ -242,7 +288,7 @@ TEST_F(WorkerProofs, FlakyHandlerRunsAgainOnTheNextReceiveAndCommitsOnce) {
   EXPECT_EQ(w->metrics().deleted.load(), 1);
 }
 
-TEST_F(WorkerProofs, BackoffWithVisibilityRetriesSoonerThanTheVisibilityTimeout) {
+TEST_P(WorkerProofs, BackoffWithVisibilityRetriesSoonerThanTheVisibilityTimeout) {
   Subscribe("notify", "order.*", [](HandlerContext& ctx, const Envelope&) {
     return ctx.attempt() == 1 ? absl::UnavailableError("downstream flaked") : absl::OkStatus();
   });
@@ -262,7 +308,7 @@ TEST_F(WorkerProofs, BackoffWithVisibilityRetriesSoonerThanTheVisibilityTimeout)
   EXPECT_EQ(QueueDepth(), 0);
 }
 
-TEST_F(WorkerProofs, TerminalErrorDeadLettersAfterOneTryAndDeletes) {
+TEST_P(WorkerProofs, TerminalErrorDeadLettersAfterOneTryAndDeletes) {
   Subscribe("charge", "order.*", [](HandlerContext&, const Envelope&) { return TerminalError("card refused"); });
   auto w = Worker();
   Envelope e = Event("t1", 1);
@@ -287,7 +333,7 @@ TEST_F(WorkerProofs, TerminalErrorDeadLettersAfterOneTryAndDeletes) {
   EXPECT_EQ(QueueDepth(), 0);
 }
 
-TEST_F(WorkerProofs, ExhaustedRetriesMarkDeadAtTheLastAttempt) {
+TEST_P(WorkerProofs, ExhaustedRetriesMarkDeadAtTheLastAttempt) {
   Subscribe("sync", "order.*", [](HandlerContext&, const Envelope&) { return absl::InternalError("boom"); },
             /*max_attempts=*/3);
   auto w = Worker();
@@ -311,7 +357,7 @@ TEST_F(WorkerProofs, ExhaustedRetriesMarkDeadAtTheLastAttempt) {
   EXPECT_EQ(Calls("sync"), 3);
 }
 
-TEST_F(WorkerProofs, LastReceiveMarksDeadBeforeTheQueueDeadLetters) {
+TEST_P(WorkerProofs, LastReceiveMarksDeadBeforeTheQueueDeadLetters) {
   // max_attempts 10 but the queue redrives after 5 receives: receive 5 is the last.
   Subscribe("sync", "order.*", [](HandlerContext&, const Envelope&) { return absl::InternalError("boom"); }, 10);
   auto w = Worker();
@@ -328,7 +374,7 @@ TEST_F(WorkerProofs, LastReceiveMarksDeadBeforeTheQueueDeadLetters) {
   EXPECT_TRUE(DeadLetter(e, "sync"));
 }
 
-TEST_F(WorkerProofs, StaleLeaseSlowHandlerCommitsNothing) {
+TEST_P(WorkerProofs, StaleLeaseSlowHandlerCommitsNothing) {
   std::promise<void> started, release;
   std::shared_future<void> go = release.get_future().share();
   std::atomic<int> first{1};
@@ -371,7 +417,7 @@ TEST_F(WorkerProofs, StaleLeaseSlowHandlerCommitsNothing) {
   EXPECT_EQ(QueueDepth(), 0);
 }
 
-TEST_F(WorkerProofs, DuplicateDeliveryRunsTheHandlerOnce) {
+TEST_P(WorkerProofs, DuplicateDeliveryRunsTheHandlerOnce) {
   Subscribe("notify", "order.*");
   auto w = Worker();
   Envelope e = Event("t1", 1);
@@ -388,7 +434,7 @@ TEST_F(WorkerProofs, DuplicateDeliveryRunsTheHandlerOnce) {
   EXPECT_EQ(w->metrics().sequence_gaps.load(), 0);  // a redelivery is not a gap
 }
 
-TEST_F(WorkerProofs, PartialBatchKeepsGroupOrderAndOtherGroupsProceed) {
+TEST_P(WorkerProofs, PartialBatchKeepsGroupOrderAndOtherGroupsProceed) {
   std::atomic<bool> failed_once{false};
   Subscribe("apply", "order.*", [&](HandlerContext&, const Envelope& e) {
     if (e.tenant == "G" && e.seq == 2 && !failed_once.exchange(true)) return absl::UnavailableError("later");
@@ -415,7 +461,7 @@ TEST_F(WorkerProofs, PartialBatchKeepsGroupOrderAndOtherGroupsProceed) {
   for (const auto& e : h) EXPECT_EQ(Runs(e, "apply"), 1);
 }
 
-TEST_F(WorkerProofs, PoisonPillIsRecordedAndDeletedAndTheGroupFlows) {
+TEST_P(WorkerProofs, PoisonPillIsRecordedAndDeletedAndTheGroupFlows) {
   Subscribe("notify", "order.*");
   auto w = Worker();
   SendResult p1 = SendRaw("this is {not json", "t1", "p1");
@@ -435,7 +481,7 @@ TEST_F(WorkerProofs, PoisonPillIsRecordedAndDeletedAndTheGroupFlows) {
   EXPECT_NE(r2->at("error").s().find("envelope"), std::string::npos) << r2->at("error").s();
 }
 
-TEST_F(WorkerProofs, FanOutIsolationOneFailingSubscriptionDoesNotRerunTheOthers) {
+TEST_P(WorkerProofs, FanOutIsolationOneFailingSubscriptionDoesNotRerunTheOthers) {
   Subscribe("s1", "order.*");
   Subscribe("s2", "order.placed");
   Subscribe("s3", "order.*", [](HandlerContext&, const Envelope&) { return absl::UnavailableError("s3 down"); },
@@ -459,7 +505,7 @@ TEST_F(WorkerProofs, FanOutIsolationOneFailingSubscriptionDoesNotRerunTheOthers)
   EXPECT_EQ(Row(e, "s3")->status, InboxStatus::kRetry);
 }
 
-TEST_F(WorkerProofs, UnmatchedEventIsCountedAndDeleted) {
+TEST_P(WorkerProofs, UnmatchedEventIsCountedAndDeleted) {
   Subscribe("notify", "order.*");
   auto w = Worker();
   Send(Event("t1", 1, "inventory.counted"));
@@ -470,7 +516,7 @@ TEST_F(WorkerProofs, UnmatchedEventIsCountedAndDeleted) {
   EXPECT_EQ(Calls("notify"), 0);
 }
 
-TEST_F(WorkerProofs, SequenceGapsAreCounted) {
+TEST_P(WorkerProofs, SequenceGapsAreCounted) {
   Subscribe("notify", "order.*");
   auto w = Worker();
   Send(Event("t1", 1));
@@ -482,7 +528,7 @@ TEST_F(WorkerProofs, SequenceGapsAreCounted) {
   EXPECT_EQ(QueueDepth(), 0);
 }
 
-TEST_F(WorkerProofs, BusyClaimLeavesTheMessage) {
+TEST_P(WorkerProofs, BusyClaimLeavesTheMessage) {
   Subscribe("notify", "order.*");
   auto w = Worker();
   Envelope e = Event("t1", 1);
@@ -499,7 +545,7 @@ TEST_F(WorkerProofs, BusyClaimLeavesTheMessage) {
   EXPECT_EQ(QueueDepth(), 0);
 }
 
-TEST_F(WorkerProofs, HandlerTimeoutAndExceptionAreRetryable) {
+TEST_P(WorkerProofs, HandlerTimeoutAndExceptionAreRetryable) {
   Subscription s;
   s.name = "hang";
   s.glob = "order.*";
@@ -534,7 +580,7 @@ TEST_F(WorkerProofs, HandlerTimeoutAndExceptionAreRetryable) {
   std::this_thread::sleep_for(std::chrono::milliseconds(900));  // let the detached first run finish
 }
 
-TEST_F(WorkerProofs, HandlerContextCarriesTheEventsRequest) {
+TEST_P(WorkerProofs, HandlerContextCarriesTheEventsRequest) {
   RequestContext seen;
   std::string key;
   absl::Time deadline;
@@ -561,7 +607,7 @@ TEST_F(WorkerProofs, HandlerContextCarriesTheEventsRequest) {
   EXPECT_EQ(deadline, clock_.Now() + absl::Seconds(10));
 }
 
-TEST_F(WorkerProofs, StartRefusesALeaseNotShorterThanTheVisibilityTimeout) {
+TEST_P(WorkerProofs, StartRefusesALeaseNotShorterThanTheVisibilityTimeout) {
   Subscription s;
   s.name = "long";
   s.glob = "order.*";
@@ -586,7 +632,7 @@ TEST(WorkerOptionsTest, ValidateNamesTheField) {
   EXPECT_NE(std::string(o.Validate().message()).find("threads"), std::string::npos);
 }
 
-TEST_F(WorkerProofs, StartStopDrainsInBackground) {
+TEST_P(WorkerProofs, StartStopDrainsInBackground) {
   Subscribe("notify", "order.*");
   WorkerOptions o;
   o.owner = "bg";
@@ -627,7 +673,11 @@ Subscription CrashSubscription(Handler h) {
 // The child (this binary re-executed with OUTBOX_WORKER_CHILD=<db path>): a
 // worker whose handler adds its effect and then hangs until killed.
 [[noreturn]] void ChildWorker(const char* path) {
-  Env env = OpenEnv(path, Clock::Real(), kCrashVisibility, 5, false);
+  StoreTarget target;
+  if (const char* e = std::getenv("OUTBOX_WORKER_CHILD_DDB_ENDPOINT")) target.ddb_endpoint = e;
+  if (const char* k = std::getenv("OUTBOX_WORKER_CHILD_DDB_KEY")) target.ddb_key = k;
+  Env env = OpenEnv(path, Clock::Real(), kCrashVisibility, 5, false, target);
+  if (env.store == nullptr) _exit(5);
   routing::Router router;
   if (!router
            .Add(CrashSubscription([](HandlerContext& ctx, const Envelope&) {
@@ -652,10 +702,14 @@ const bool kChildMode = [] {
   return false;
 }();
 
-TEST(WorkerCrash, KilledBetweenClaimAndCompleteRunsOnceOnRedelivery) {
+class WorkerCrash : public ::testing::TestWithParam<ProofBackend> {};
+
+TEST_P(WorkerCrash, KilledBetweenClaimAndCompleteRunsOnceOnRedelivery) {
   testing_support::TempDir dir;
   std::string path = dir.file("crash.db");
-  Env env = OpenEnv(path, Clock::Real(), kCrashVisibility, 5, true);
+  const StoreTarget target = TargetFor(GetParam());
+  Env env = OpenEnv(path, Clock::Real(), kCrashVisibility, 5, true, target);
+  ASSERT_NE(env.store, nullptr);
   Envelope e = MakeEvent(Clock::Real(), "t1", 1, "order.placed");
   ASSERT_TRUE(env.queue->Send(kQueue, {Body(e), e.tenant, e.id, std::nullopt}).ok());
   InboxKey key{e.id, "crashy", e.tenant};
@@ -664,6 +718,10 @@ TEST(WorkerCrash, KilledBetweenClaimAndCompleteRunsOnceOnRedelivery) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     setenv("OUTBOX_WORKER_CHILD", path.c_str(), 1);
+    if (!target.ddb_key.empty()) {
+      setenv("OUTBOX_WORKER_CHILD_DDB_ENDPOINT", target.ddb_endpoint.c_str(), 1);
+      setenv("OUTBOX_WORKER_CHILD_DDB_KEY", target.ddb_key.c_str(), 1);
+    }
     execl("/proc/self/exe", "/proc/self/exe", static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -712,6 +770,9 @@ TEST(WorkerCrash, KilledBetweenClaimAndCompleteRunsOnceOnRedelivery) {
   auto attrs = env.queue->GetAttributes(kQueue);
   EXPECT_EQ(attrs->visible + attrs->in_flight, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, WorkerProofs, ::testing::ValuesIn(kBackends), BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, WorkerCrash, ::testing::ValuesIn(kBackends), BackendName);
 
 }  // namespace
 }  // namespace outbox
