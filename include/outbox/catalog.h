@@ -75,11 +75,25 @@ std::vector<std::string> TypesReached(const Catalog& catalog, const Subscription
 
 // ---- configuration file ----------------------------------------------------------
 
+// How the daemon (`outbox serve`, docs/SERVER.md) runs a TOML subscription:
+// a webhook (`webhook`, `secret`/`secret_env`, `webhook_timeout_seconds`,
+// `concurrency`) or a built-in handler (`handler = "log"`, the default).
+struct SubscriptionDelivery {
+  std::string handler;         // built-in handler name; empty when webhook_url is set
+  std::string webhook_url;     // http:// or https:// URL receiving the envelope
+  std::string webhook_secret;  // HMAC-SHA256 key (from `secret`, or the env var named by `secret_env`)
+  absl::Duration webhook_timeout = absl::Seconds(10);  // whole request
+  int concurrency = 8;         // webhook requests in flight for this subscription (1..256)
+  int64_t line = 0;            // line of the [[subscriptions]] entry (for messages)
+};
+
 // What an outbox.toml declares: [[event_types]] and [[subscriptions]].
-// Subscriptions from TOML have an empty Handler (the daemon binds them).
+// Subscriptions from TOML have an empty Handler (the daemon binds them);
+// deliveries[i] says how subscriptions[i] is to be run.
 struct CatalogConfig {
   Catalog catalog;
   std::vector<Subscription> subscriptions;
+  std::vector<SubscriptionDelivery> deliveries;
 };
 
 // Reads and parses `path`. NotFound when unreadable; InvalidArgument for bad

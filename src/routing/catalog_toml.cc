@@ -1,5 +1,6 @@
 // [[event_types]] / [[subscriptions]] from TOML (toml++, header-only here so
 // outbox_routing needs no extra link dependency).
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -30,7 +31,8 @@ class Loader {
   absl::Status String(const toml::node& v, const std::string& key, std::string* out) const;
   absl::Status Seconds(const toml::node& v, const std::string& key, absl::Duration* out) const;
   absl::Status EventType(const toml::table& t, const std::string& where, EventTypeDecl* out) const;
-  absl::Status Sub(const toml::table& t, const std::string& where, Subscription* out) const;
+  absl::Status Sub(const toml::table& t, const std::string& where, Subscription* out,
+                   SubscriptionDelivery* delivery) const;
 
   std::string source_;
 };
@@ -94,8 +96,11 @@ absl::Status Loader::EventType(const toml::table& t, const std::string& where, E
   return absl::OkStatus();
 }
 
-absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscription* out) const {
+absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscription* out,
+                         SubscriptionDelivery* delivery) const {
   bool has_lane = false;
+  std::string secret_env;
+  delivery->line = t.source().begin.line;
   for (auto&& [k, v] : t) {
     const std::string key = where + "." + std::string(k.str());
     absl::Status s;
@@ -126,16 +131,59 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
       s = Seconds(v, key, &out->options.lease);
     } else if (k.str() == "handler_timeout_seconds") {
       s = Seconds(v, key, &out->options.handler_timeout);
+    } else if (k.str() == "handler") {
+      s = String(v, key, &delivery->handler);
+      if (s.ok() && delivery->handler != "log") {
+        s = Error(v, key, fmt::format("unknown built-in handler \"{}\"; expected \"log\"", delivery->handler));
+      }
+    } else if (k.str() == "webhook") {
+      s = String(v, key, &delivery->webhook_url);
+      if (s.ok() && delivery->webhook_url.rfind("http://", 0) != 0 &&
+          delivery->webhook_url.rfind("https://", 0) != 0) {
+        s = Error(v, key, fmt::format("must be an http:// or https:// URL, got \"{}\"", delivery->webhook_url));
+      }
+    } else if (k.str() == "secret") {
+      s = String(v, key, &delivery->webhook_secret);
+    } else if (k.str() == "secret_env") {
+      s = String(v, key, &secret_env);
+      if (s.ok()) {
+        const char* env = std::getenv(secret_env.c_str());
+        if (env == nullptr || *env == '\0') {
+          s = Error(v, key, fmt::format("environment variable {} is not set", secret_env));
+        } else {
+          delivery->webhook_secret = env;
+        }
+      }
+    } else if (k.str() == "webhook_timeout_seconds") {
+      s = Seconds(v, key, &delivery->webhook_timeout);
+    } else if (k.str() == "concurrency") {
+      if (!v.is_integer()) {
+        s = Error(v, key, fmt::format("must be an integer, got {}", TypeName(v)));
+      } else if (int64_t n = *v.value<int64_t>(); n < 1 || n > 256) {
+        s = Error(v, key, fmt::format("must be between 1 and 256, got {}", n));
+      } else {
+        delivery->concurrency = static_cast<int>(n);
+      }
     } else {
       s = Error(v, key,
                 "unknown key; expected one of name, glob, lane, pattern, max_attempts, lease_seconds, "
-                "handler_timeout_seconds");
+                "handler_timeout_seconds, handler, webhook, secret, secret_env, webhook_timeout_seconds, "
+                "concurrency");
     }
     if (!s.ok()) return s;
   }
   if (out->name.empty()) return Error(t, where + ".name", "required (a unique non-empty name)");
   if (out->glob.empty()) return Error(t, where + ".glob", "required (an event type or glob)");
   if (!has_lane) return Error(t, where + ".lane", "required: one of INLINE, LOCAL, DURABLE, BEST_EFFORT");
+  if (!delivery->webhook_url.empty() && !delivery->handler.empty()) {
+    return Error(t, where + ".handler", "a subscription has either a webhook or a built-in handler, not both");
+  }
+  if (!delivery->webhook_url.empty() && delivery->webhook_secret.empty()) {
+    return Error(t, where + ".secret", "required with webhook (the HMAC-SHA256 key; or secret_env)");
+  }
+  if (delivery->webhook_url.empty() && !delivery->webhook_secret.empty()) {
+    return Error(t, where + ".webhook", "required with secret");
+  }
   return absl::OkStatus();
 }
 
@@ -155,8 +203,10 @@ absl::Status Loader::Load(const toml::table& root, CatalogConfig* out) {
   }
   for (const auto& [t, where] : subs) {
     Subscription sub;
-    if (auto s = Sub(*t, where, &sub); !s.ok()) return s;
+    SubscriptionDelivery delivery;
+    if (auto s = Sub(*t, where, &sub, &delivery); !s.ok()) return s;
     out->subscriptions.push_back(std::move(sub));
+    out->deliveries.push_back(std::move(delivery));
   }
   return absl::OkStatus();
 }

@@ -1,0 +1,510 @@
+#include "server/daemon.h"
+
+#include <httplib.h>
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ddbapi/ddbapi.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "outbox/catalog.h"
+#include "outbox/ddb_json.h"
+#include "outbox/engine.h"
+#include "outbox/envelope_codec.h"
+#include "outbox/inbox.h"
+#include "outbox/relay.h"
+#include "outbox/worker.h"
+#include "queue/sqlite/sqlite_queue.h"
+#include "routing/router.h"
+#include "server/http_util.h"
+#include "server/webhook.h"
+#include "spdlog/spdlog.h"
+#include "sqlite/database.h"
+#include "store/sqlite/sqlite_store.h"
+#include "util/absl_compat.h"
+
+namespace outbox::server {
+
+using nlohmann::json;
+
+struct Daemon::Impl {
+  config::DaemonConfig cfg;
+  Clock* clock = nullptr;
+  std::shared_ptr<sqlite::Database> db;
+  std::unique_ptr<SqliteStore> store;
+  std::unique_ptr<SqliteQueue> queue;
+  std::unique_ptr<Engine> engine;
+  routing::Router router;
+  std::vector<std::unique_ptr<WebhookSubscriber>> webhooks;
+  std::unique_ptr<Inbox> inbox;
+  std::unique_ptr<ChangeFeedRelay> relay;
+  std::unique_ptr<RecordChangeRelay> record_relay;
+  std::unique_ptr<DurableWorker> worker;
+  std::unique_ptr<RecordChangeConsumer> record_consumer;
+  bool has_best_effort = false;
+
+  httplib::Server http;
+  std::thread listen_thread;
+  int port = 0;
+  std::atomic<bool> ready{false};
+  std::atomic<bool> stopped{false};
+  bool started = false;
+
+  absl::Status OpenAll();
+  absl::Status BindSubscriptions();
+  void Routes();
+
+  // Handlers.
+  void PostEvents(const httplib::Request& req, httplib::Response& res);
+  void GetEvents(const httplib::Request& req, httplib::Response& res);
+  void Readyz(const httplib::Request& req, httplib::Response& res);
+};
+
+namespace {
+
+absl::Status Prefixed(const absl::Status& s, std::string_view what) {
+  return absl::Status(s.code(), ToAbsl(fmt::format("{}: {}", what, ToStd(s.message()))));
+}
+
+absl::Status LogHandler(const std::string& name, HandlerContext&, const Envelope& e) {
+  spdlog::info("log handler: subscription={} tenant={} event={} type={} seq={} correlation={}",
+               name, e.tenant, e.id, e.type, e.seq, e.correlation_id);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Daemon::Impl::OpenAll() {
+  std::error_code ec;
+  auto parent = std::filesystem::path(cfg.store_path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  sqlite::DatabaseOptions dbo;
+  dbo.path = cfg.store_path;
+  auto d = sqlite::Database::Open(dbo);
+  if (!d.ok()) return Prefixed(d.status(), "store.path " + cfg.store_path);
+  db = *std::move(d);
+  auto s = SqliteStore::Open(db, clock);
+  if (!s.ok()) return Prefixed(s.status(), "store.path " + cfg.store_path);
+  store = *std::move(s);
+  auto q = SqliteQueue::Open(db, clock);
+  if (!q.ok()) return Prefixed(q.status(), "queue");
+  queue = *std::move(q);
+
+  EngineOptions eo;
+  eo.events_table = cfg.events_table;
+  eo.inbox_table = cfg.inbox_table;
+  eo.dead_letters_table = cfg.dead_letters_table;
+  eo.relay_state_table = cfg.relay_state_table;
+  eo.clock = clock;
+  eo.strict_catalog = cfg.strict && cfg.catalog.catalog.size() > 0;
+  for (const auto& t : cfg.catalog.catalog.List()) eo.declared_types.insert(t.type);
+  auto e = Engine::Open(store.get(), eo);
+  if (!e.ok()) return Prefixed(e.status(), "engine");
+  engine = *std::move(e);
+  if (auto st = engine->EnsureTables(); !st.ok()) return st;
+
+  // The FIFO event queue and its DLQ.
+  if (!queue->GetAttributes(cfg.queue).ok()) {
+    std::string dlq = cfg.queue.substr(0, cfg.queue.size() - 5) + "-dlq.fifo";
+    QueueOptions dq;
+    dq.fifo = true;
+    if (auto st = queue->CreateQueue(dlq, dq);
+        !st.ok() && st.code() != absl::StatusCode::kAlreadyExists) {
+      return Prefixed(st, "queue " + dlq);
+    }
+    QueueOptions qo;
+    qo.fifo = true;
+    qo.visibility_timeout = cfg.visibility_timeout;
+    qo.redrive = RedrivePolicy{dlq, cfg.max_receive_count};
+    if (auto st = queue->CreateQueue(cfg.queue, qo);
+        !st.ok() && st.code() != absl::StatusCode::kAlreadyExists) {
+      return Prefixed(st, "queue " + cfg.queue);
+    }
+  }
+
+  // Entity tables of the record-change relay: created with a change feed when absent.
+  if (!cfg.record_tables.empty()) {
+    auto existing = store->ListTables();
+    if (!existing.ok()) return existing.status();
+    for (const auto& t : cfg.record_tables) {
+      if (std::find(existing->begin(), existing->end(), t) != existing->end()) continue;
+      TableSpec spec;
+      spec.name = t;
+      spec.hash_key = {"pk", Type::S};
+      spec.range_key = KeyAttribute{"sk", Type::S};
+      spec.stream_enabled = true;
+      if (auto st = store->CreateTable(spec);
+          !st.ok() && st.code() != absl::StatusCode::kAlreadyExists) {
+        return Prefixed(st, "records.tables: " + t);
+      }
+    }
+  }
+
+  if (auto st = BindSubscriptions(); !st.ok()) return st;
+
+  InboxOptions io;
+  io.table = cfg.inbox_table;
+  io.dead_letters_table = cfg.dead_letters_table;
+  inbox = std::make_unique<Inbox>(store.get(), clock, io);
+
+  RelayOptions ro;
+  ro.events_table = cfg.events_table;
+  ro.relay_state_table = cfg.relay_state_table;
+  ro.queue = cfg.queue;
+  ro.batch = cfg.relay_batch;
+  auto r = ChangeFeedRelay::Open(store.get(), queue.get(), clock, ro);
+  if (!r.ok()) return Prefixed(r.status(), "relay");
+  relay = *std::move(r);
+
+  if (!cfg.record_tables.empty()) {
+    RecordRelayOptions rro;
+    rro.tables = cfg.record_tables;
+    rro.tenant_key_prefix = cfg.tenant_key_prefix;
+    rro.queue = cfg.records_queue;
+    rro.relay_state_table = cfg.relay_state_table;
+    auto rr = RecordChangeRelay::Open(store.get(), queue.get(), clock, rro);
+    if (!rr.ok()) return Prefixed(rr.status(), "records");
+    record_relay = *std::move(rr);
+  }
+
+  WorkerOptions wo;
+  wo.queue = cfg.queue;
+  wo.threads = cfg.worker_threads;
+  wo.batch = cfg.worker_batch;
+  wo.max_receive_count = cfg.max_receive_count;
+  wo.backoff_with_visibility = cfg.backoff_with_visibility;
+  worker =
+      std::make_unique<DurableWorker>(store.get(), queue.get(), inbox.get(), &router, clock, wo);
+  if (auto st = worker->Init(); !st.ok()) return Prefixed(st, "worker");
+  if (has_best_effort) {
+    RecordConsumerOptions rco;
+    rco.queue = cfg.records_queue;
+    record_consumer = std::make_unique<RecordChangeConsumer>(queue.get(), &router, clock, rco);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::Impl::BindSubscriptions() {
+  const CatalogConfig& cat = cfg.catalog;
+  if (cat.catalog.size() > 0 || !cat.subscriptions.empty()) {
+    auto violations = CheckContract(cat.catalog, cat.subscriptions);
+    if (!violations.empty()) {
+      std::string all;
+      for (const auto& v : violations) all += fmt::format("\n  {}: {}", v.code, v.message);
+      if (cfg.strict) {
+        return absl::FailedPreconditionError(ToAbsl(
+            fmt::format("{}: the contract check found {} violation(s) (catalog.strict = true):{}",
+                        cfg.source, violations.size(), all)));
+      }
+      spdlog::warn("{}: contract violations (catalog.strict = false):{}", cfg.source, all);
+    }
+  }
+  for (size_t i = 0; i < cat.subscriptions.size(); ++i) {
+    Subscription sub = cat.subscriptions[i];
+    const SubscriptionDelivery& d = cat.deliveries[i];
+    if (!d.webhook_url.empty()) {
+      WebhookOptions wo;
+      wo.subscription = sub.name;
+      wo.url = d.webhook_url;
+      wo.secret = d.webhook_secret;
+      wo.timeout = d.webhook_timeout;
+      wo.concurrency = d.concurrency;
+      webhooks.push_back(std::make_unique<WebhookSubscriber>(wo, clock));
+      sub.handler = webhooks.back()->AsHandler();
+    } else {
+      sub.handler = [name = sub.name](HandlerContext& ctx, const Envelope& e) {
+        return LogHandler(name, ctx, e);
+      };
+    }
+    const std::string where =
+        fmt::format("{}:{}: subscriptions[{}] ({})", cfg.source, d.line, i, sub.name);
+    if (sub.lane == Lane::kDurable || sub.lane == Lane::kBestEffort) {
+      if (sub.lane == Lane::kBestEffort) has_best_effort = true;
+      if (auto st = router.Add(std::move(sub)); !st.ok()) return Prefixed(st, where);
+    } else {
+      if (auto st = engine->Subscribe(std::move(sub)); !st.ok()) return Prefixed(st, where);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- HTTP ------------------------------------------------------------------------
+
+void Daemon::Impl::Readyz(const httplib::Request&, httplib::Response& res) {
+  if (!ready.load()) {
+    JsonReply(res, 503, {{"status", stopped.load() ? "draining" : "starting"}});
+    return;
+  }
+  if (auto a = queue->GetAttributes(cfg.queue); !a.ok()) {
+    JsonReply(res, 503, {{"status", "unavailable"}, {"reason", ToStd(a.status().message())}});
+    return;
+  }
+  JsonReply(res, 200, {{"status", "ready"}});
+}
+
+void Daemon::Impl::PostEvents(const httplib::Request& req, httplib::Response& res) {
+  json j;
+  try {
+    j = json::parse(req.body);
+  } catch (const json::exception& e) {
+    ErrorReply(res, 400, "invalid_argument", fmt::format("body: not valid JSON: {}", e.what()),
+               "body");
+    return;
+  }
+  if (!j.is_object()) {
+    ErrorReply(res, 400, "invalid_argument", "body: must be a JSON object", "body");
+    return;
+  }
+  static const std::vector<std::string> kFields = {
+      "tenant", "type", "payload", "correlation_id", "actor", "idempotency_token", "writes"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (std::find(kFields.begin(), kFields.end(), it.key()) == kFields.end()) {
+      ErrorReply(
+          res, 400, "invalid_argument",
+          fmt::format("{}: unknown field; expected tenant, type, payload, correlation_id, actor, "
+                      "idempotency_token, writes",
+                      it.key()),
+          it.key());
+      return;
+    }
+  }
+  auto str = [&](const char* f, bool required, std::string* out) -> bool {
+    auto it = j.find(f);
+    if (it == j.end() || it->is_null()) {
+      if (required)
+        ErrorReply(res, 400, "invalid_argument", fmt::format("{}: required (a string)", f), f);
+      return !required;
+    }
+    if (!it->is_string()) {
+      ErrorReply(res, 400, "invalid_argument", fmt::format("{}: must be a string", f), f);
+      return false;
+    }
+    *out = it->get<std::string>();
+    return true;
+  };
+  RequestContext ctx;
+  std::string type;
+  EmitOptions opts;
+  std::string token;
+  if (!str("tenant", true, &ctx.tenant) || !str("type", true, &type) ||
+      !str("correlation_id", false, &ctx.correlation_id) || !str("actor", false, &ctx.actor) ||
+      !str("idempotency_token", false, &token)) {
+    return;
+  }
+  if (token.empty() && req.has_header("Idempotency-Key"))
+    token = req.get_header_value("Idempotency-Key");
+  if (!token.empty()) opts.idempotency_token = token;
+  Value payload = Value::M({});
+  if (auto it = j.find("payload"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      ErrorReply(res, 400, "invalid_argument", "payload: must be a JSON object", "payload");
+      return;
+    }
+    auto v = ddbjson::FromPlainJson(*it);
+    if (!v.ok()) {
+      ErrorReply(res, 400, "invalid_argument",
+                 fmt::format("payload: {}", ToStd(v.status().message())), "payload");
+      return;
+    }
+    payload = *std::move(v);
+  }
+  std::vector<TransactWriteItem> writes;
+  if (auto it = j.find("writes"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) {
+      ErrorReply(res, 400, "invalid_argument",
+                 "writes: must be an array of TransactWriteItems entries ({\"Put\":{...}}, "
+                 "{\"Update\":{...}}, "
+                 "{\"Delete\":{...}}, {\"ConditionCheck\":{...}}) in DynamoDB JSON",
+                 "writes");
+      return;
+    }
+    if (!it->empty()) {
+      auto parsed = ddbapi::ParseTransactWriteItems(json{{"TransactItems", *it}});
+      if (!parsed.ok()) {
+        std::string msg(ToStd(parsed.status().message()));
+        ErrorReply(res, 400, "invalid_argument", fmt::format("writes: {}", msg), "writes");
+        return;
+      }
+      writes = std::move(parsed->items);
+    }
+  }
+  auto env =
+      engine->Emit(ctx, std::move(type), std::move(payload), std::move(writes), std::move(opts));
+  if (!env.ok()) {
+    StatusReply(res, env.status());
+    return;
+  }
+  res.status = 201;
+  res.set_content(EnvelopeToJsonText(*env), "application/json");
+}
+
+void Daemon::Impl::GetEvents(const httplib::Request& req, httplib::Response& res) {
+  const std::string tenant = req.matches[1];
+  if (auto s = ValidateTenant(tenant); !s.ok()) {
+    StatusReply(res, s);
+    return;
+  }
+  int64_t from = 1, limit = 100;
+  if (!IntParam(req, res, "from", 1, INT64_MAX, &from)) return;
+  if (!IntParam(req, res, "limit", 1, cfg.max_list_limit, &limit)) return;
+  auto log = engine->ReadLog(tenant, from, limit);
+  if (!log.ok()) {
+    StatusReply(res, log.status());
+    return;
+  }
+  std::string body = fmt::format("{{\"tenant\":{},\"events\":[", json(tenant).dump());
+  for (size_t i = 0; i < log->size(); ++i) {
+    if (i) body += ",";
+    body += EnvelopeToJsonText((*log)[i]);
+  }
+  body += "],\"next_from\":";
+  body += static_cast<int64_t>(log->size()) == limit && !log->empty()
+              ? std::to_string(log->back().seq + 1)
+              : "null";
+  body += "}";
+  res.status = 200;
+  res.set_content(body, "application/json");
+}
+
+void Daemon::Impl::Routes() {
+  http.set_payload_max_length(static_cast<size_t>(cfg.max_body_bytes));
+  http.set_read_timeout(std::chrono::milliseconds(absl::ToInt64Milliseconds(cfg.read_timeout)));
+  http.set_write_timeout(std::chrono::milliseconds(absl::ToInt64Milliseconds(cfg.write_timeout)));
+  http.set_keep_alive_timeout(std::max<time_t>(1, absl::ToInt64Seconds(cfg.keep_alive_timeout)));
+  http.set_keep_alive_max_count(100000);
+  const int threads = cfg.http_threads;
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  const std::string token = cfg.token;
+  const int64_t max_body = cfg.max_body_bytes;
+  http.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+    if (token.empty() || !NeedsAuth(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    if (BearerMatches(req.get_header_value("Authorization"), token))
+      return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("WWW-Authenticate", "Bearer realm=\"outbox\"");
+    ErrorReply(res, 401, "unauthenticated",
+               "Authorization: a valid \"Bearer <token>\" header is required", "");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 413) {
+      ErrorReply(
+          res, 413, "payload_too_large",
+          fmt::format("body: larger than the limit of {} bytes (ops.max_body_bytes)", max_body),
+          "body");
+    } else if (res.status == 404) {
+      ErrorReply(res, 404, "not_found", fmt::format("no route {} {}", req.method, req.path), "");
+    } else {
+      ErrorReply(res, res.status, "error", fmt::format("HTTP {}", res.status), "");
+    }
+  });
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        spdlog::error("serve: handler exception: {}", what);
+        ErrorReply(res, 500, "internal", what, "");
+      });
+
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    JsonReply(res, 200, {{"status", "ok"}});
+  });
+  http.Get("/readyz",
+           [this](const httplib::Request& req, httplib::Response& res) { Readyz(req, res); });
+  http.Post("/v1/events",
+            [this](const httplib::Request& req, httplib::Response& res) { PostEvents(req, res); });
+  http.Get(R"(/v1/tenants/([^/]+)/events)",
+           [this](const httplib::Request& req, httplib::Response& res) { GetEvents(req, res); });
+}
+
+// ---- lifecycle -------------------------------------------------------------------
+
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Open(config::DaemonConfig config, Clock* clock) {
+  auto impl = std::make_unique<Impl>();
+  impl->cfg = std::move(config);
+  impl->clock = clock ? clock : Clock::Real();
+  if (auto s = impl->OpenAll(); !s.ok()) return s;
+  impl->Routes();
+  return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
+}
+
+Daemon::~Daemon() { Stop(); }
+
+absl::Status Daemon::Start() {
+  Impl& d = *impl_;
+  if (d.started) return absl::FailedPreconditionError("serve: already started");
+  const std::string& host = d.cfg.listen_host;
+  if (d.cfg.listen_port == 0) {
+    d.port = d.http.bind_to_any_port(host);
+  } else {
+    d.port = d.http.bind_to_port(host, d.cfg.listen_port) ? d.cfg.listen_port : -1;
+  }
+  if (d.port <= 0) {
+    return absl::UnavailableError(
+        ToAbsl(fmt::format("ops.listen: cannot listen on {}:{} (in use or not an address "
+                           "of this host)",
+                           host, d.cfg.listen_port)));
+  }
+  d.started = true;
+  d.relay->Start();
+  if (d.record_relay) d.record_relay->Start();
+  if (auto s = d.worker->Start(); !s.ok()) {
+    d.relay->Stop();
+    if (d.record_relay) d.record_relay->Stop();
+    return Prefixed(s, "worker");
+  }
+  if (d.record_consumer) {
+    if (auto s = d.record_consumer->Start(); !s.ok()) return Prefixed(s, "records consumer");
+  }
+  d.listen_thread = std::thread([&d] { d.http.listen_after_bind(); });
+  while (!d.http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  d.ready.store(true);
+  spdlog::info("serve: listening on http://{}:{} (store {}, {} subscription(s), {} webhook(s))",
+               host, d.port, d.cfg.store_path, d.cfg.catalog.subscriptions.size(),
+               d.webhooks.size());
+  return absl::OkStatus();
+}
+
+int Daemon::port() const { return impl_->port; }
+
+void Daemon::Stop() {
+  Impl& d = *impl_;
+  if (!d.started || d.stopped.exchange(true)) return;
+  d.ready.store(false);
+  spdlog::info(
+      "serve: stopping: no new requests; draining the relay and the worker's batch in flight");
+  // 1. Intake: close the listener; requests in progress finish.
+  d.http.stop();
+  if (d.listen_thread.joinable()) d.listen_thread.join();
+  // 2. Relay: forward everything committed so far.
+  d.relay->Stop();
+  if (auto s = d.relay->Drain(); !s.ok())
+    spdlog::warn("serve: relay drain: {}", ToStd(s.message()));
+  if (d.record_relay) {
+    d.record_relay->Stop();
+    if (auto s = d.record_relay->Drain(); !s.ok())
+      spdlog::warn("serve: record relay drain: {}", ToStd(s.message()));
+  }
+  // 3. Worker: finish the batch in flight; the rest stays queued.
+  d.worker->Stop();
+  if (d.record_consumer) d.record_consumer->Stop();
+  d.engine->WaitForLocalHandlers();
+  spdlog::info("serve: stopped");
+}
+
+}  // namespace outbox::server

@@ -1,0 +1,209 @@
+// outbox.toml for `outbox serve`: defaults, every table, and errors that name
+// the file, the line and the key.
+#include <cstdlib>
+
+#include "config/daemon_config.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace outbox::config {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(DaemonConfig, DefaultsAreTheEmbeddedDefault) {
+  DaemonConfig c = DefaultConfig();
+  EXPECT_EQ(c.store_path, "./outbox-data/outbox.db");
+  EXPECT_EQ(c.listen_host, "127.0.0.1");
+  EXPECT_EQ(c.listen_port, 8080);
+  EXPECT_TRUE(c.loopback());
+  EXPECT_TRUE(c.token.empty());
+  auto empty = ParseDaemonConfig("", "empty.toml");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->store_path, c.store_path);
+  EXPECT_EQ(empty->queue, "outbox-events.fifo");
+}
+
+TEST(DaemonConfig, ReadsEveryTable) {
+  auto c = ParseDaemonConfig(R"(
+[store]
+backend = "embedded"
+path = "/tmp/x/outbox.db"
+events_table = "ev_table"
+[queue]
+name = "orders.fifo"
+visibility_timeout_seconds = 60
+max_receive_count = 7
+[relay]
+mode = "feed"
+batch = 100
+[worker]
+threads = 8
+batch = 5
+max_attempts = 9
+lease_seconds = 40
+handler_timeout_seconds = 30
+backoff_with_visibility = false
+[ops]
+listen = "0.0.0.0:9090"
+token = "tok"
+threads = 32
+max_body_bytes = 65536
+read_timeout_seconds = 2.5
+[records]
+tables = ["orders", "pets"]
+tenant_key_prefix = "HOUSEHOLD#"
+[catalog]
+strict = false
+
+[[event_types]]
+type = "com.order_placed"
+producer = "shop"
+
+[[subscriptions]]
+name = "ship"
+glob = "com.order_placed"
+lane = "DURABLE"
+webhook = "http://127.0.0.1:9999/ship"
+secret = "s"
+concurrency = 3
+webhook_timeout_seconds = 5
+
+[[subscriptions]]
+name = "audit"
+glob = "com.*"
+lane = "DURABLE"
+max_attempts = 2
+handler = "log"
+)",
+                             "full.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->store_path, "/tmp/x/outbox.db");
+  EXPECT_EQ(c->events_table, "ev_table");
+  EXPECT_EQ(c->queue, "orders.fifo");
+  EXPECT_EQ(c->visibility_timeout, absl::Seconds(60));
+  EXPECT_EQ(c->max_receive_count, 7);
+  EXPECT_EQ(c->relay_batch, 100);
+  EXPECT_EQ(c->worker_threads, 8);
+  EXPECT_EQ(c->worker_batch, 5);
+  EXPECT_FALSE(c->backoff_with_visibility);
+  EXPECT_EQ(c->listen_host, "0.0.0.0");
+  EXPECT_EQ(c->listen_port, 9090);
+  EXPECT_FALSE(c->loopback());
+  EXPECT_EQ(c->token, "tok");
+  EXPECT_EQ(c->http_threads, 32);
+  EXPECT_EQ(c->max_body_bytes, 65536);
+  EXPECT_EQ(c->read_timeout, absl::Milliseconds(2500));
+  EXPECT_EQ(c->record_tables, (std::vector<std::string>{"orders", "pets"}));
+  EXPECT_EQ(c->tenant_key_prefix, "HOUSEHOLD#");
+  EXPECT_FALSE(c->strict);
+  ASSERT_EQ(c->catalog.subscriptions.size(), 2u);
+  ASSERT_EQ(c->catalog.deliveries.size(), 2u);
+  // [worker] defaults fill what a subscription does not set.
+  EXPECT_EQ(c->catalog.subscriptions[0].options.max_attempts, 9);
+  EXPECT_EQ(c->catalog.subscriptions[0].options.lease, absl::Seconds(40));
+  EXPECT_EQ(c->catalog.subscriptions[0].options.handler_timeout, absl::Seconds(30));
+  EXPECT_EQ(c->catalog.subscriptions[1].options.max_attempts, 2);
+  EXPECT_EQ(c->catalog.deliveries[0].webhook_url, "http://127.0.0.1:9999/ship");
+  EXPECT_EQ(c->catalog.deliveries[0].webhook_secret, "s");
+  EXPECT_EQ(c->catalog.deliveries[0].concurrency, 3);
+  EXPECT_EQ(c->catalog.deliveries[0].webhook_timeout, absl::Seconds(5));
+  EXPECT_EQ(c->catalog.deliveries[1].handler, "log");
+}
+
+std::string ErrorOf(const std::string& text) {
+  auto c = ParseDaemonConfig(text, "outbox.toml");
+  EXPECT_FALSE(c.ok()) << text;
+  return c.ok() ? "" : std::string(c.status().message());
+}
+
+TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
+  EXPECT_EQ(ErrorOf("[worker]\nthreads = 0\n"),
+            "outbox.toml:2: worker.threads: must be between 1 and 64, got 0");
+  EXPECT_THAT(ErrorOf("[ops]\n\nlisten = \"127.0.0.1\"\n"),
+              HasSubstr("outbox.toml:3: ops.listen: must be HOST:PORT"));
+  EXPECT_THAT(
+      ErrorOf("[ops]\nlisten = \"0.0.0.0:8080\"\n"),
+      HasSubstr(
+          "outbox.toml:2: ops.listen: refusing to listen on non-loopback address 0.0.0.0 without "
+          "ops.token"));
+  EXPECT_THAT(ErrorOf("[worker]\nthreds = 3\n"),
+              HasSubstr("outbox.toml:2: worker.threds: unknown key; expected one of"));
+  EXPECT_THAT(ErrorOf("[server]\nx = 1\n"), HasSubstr("outbox.toml:1: server: unknown key"));
+  EXPECT_THAT(ErrorOf("[queue]\nname = \"plain\"\n"),
+              HasSubstr("outbox.toml:2: queue.name: must be a FIFO queue"));
+  EXPECT_THAT(ErrorOf("[queue]\nvisibility_timeout_seconds = 10\n[worker]\nlease_seconds = 20\n"),
+              HasSubstr("outbox.toml:4: worker.lease_seconds: must be shorter than "
+                        "queue.visibility_timeout_seconds"));
+  EXPECT_THAT(ErrorOf("[store]\nbackend = \"dynamodb\"\n"),
+              HasSubstr("outbox.toml:2: store.backend: \"dynamodb\" is not available"));
+  EXPECT_THAT(ErrorOf("[ops]\nmax_body_bytes = \"big\"\n"),
+              HasSubstr("outbox.toml:2: ops.max_body_bytes: must be an integer, got string"));
+  EXPECT_THAT(ErrorOf("[worker\n"), HasSubstr("outbox.toml:1: invalid TOML"));
+}
+
+TEST(DaemonConfig, SubscriptionErrorsNameTheEntry) {
+  const std::string types = "[[event_types]]\ntype = \"a.b\"\nproducer = \"p\"\n";
+  EXPECT_THAT(
+      ErrorOf(types +
+              "[[subscriptions]]\nname = \"s\"\nglob = \"a.b\"\nlane = \"DURABLE\"\nwebhook = "
+              "\"http://x/\"\n"),
+      HasSubstr("outbox.toml:4: subscriptions[0].secret: required with webhook"));
+  EXPECT_THAT(
+      ErrorOf(types +
+              "[[subscriptions]]\nname = \"s\"\nglob = \"a.b\"\nlane = \"DURABLE\"\nwebhook = "
+              "\"ftp://x/\"\nsecret = \"k\"\n"),
+      HasSubstr("outbox.toml:8: subscriptions[0].webhook: must be an http:// or https:// URL"));
+  EXPECT_THAT(
+      ErrorOf(types +
+              "[[subscriptions]]\nname = \"s\"\nglob = \"a.b\"\nlane = \"DURABLE\"\nhandler = "
+              "\"nope\"\n"),
+      HasSubstr("outbox.toml:8: subscriptions[0].handler: unknown built-in handler"));
+  EXPECT_THAT(
+      ErrorOf(
+          types +
+          "[[subscriptions]]\nname = \"s\"\nglob = \"a.b\"\nlane = \"DURABLE\"\nlease_seconds = "
+          "40\n"),
+      HasSubstr("outbox.toml:4: subscriptions[0].lease_seconds: must be shorter than "
+                "queue.visibility_timeout_seconds"));
+  EXPECT_THAT(
+      ErrorOf(types + "[[subscriptions]]\nname = \"s\"\nglob = \"a.b\"\nlane = \"DURABLE\"\n"
+                      "handler_timeout_seconds = 25\n"),
+      HasSubstr("subscriptions[0].handler_timeout_seconds: must be shorter than the lease"));
+  EXPECT_THAT(
+      ErrorOf(types +
+              "[[subscriptions]]\nname = \"s\"\nglob = \"a.b\"\nlane = \"INLINE\"\nwebhook = "
+              "\"http://x/\"\nsecret = \"k\"\n"),
+      HasSubstr("subscriptions[0].webhook: an INLINE subscription"));
+  EXPECT_THAT(
+      ErrorOf(types +
+              "[[subscriptions]]\nname = \"s\"\nglob = \"a.b\"\nlane = \"DURABLE\"\nsecret_env = "
+              "\"OUTBOX_TEST_UNSET_VAR\"\nwebhook = \"http://x/\"\n"),
+      HasSubstr("outbox.toml:8: subscriptions[0].secret_env: environment variable "
+                "OUTBOX_TEST_UNSET_VAR is "
+                "not set"));
+}
+
+TEST(DaemonConfig, SecretsAndTokensFromTheEnvironment) {
+  setenv("OUTBOX_TEST_HOOK_SECRET", "from-env", 1);
+  setenv("OUTBOX_TEST_TOKEN", "tok-env", 1);
+  auto c = ParseDaemonConfig(R"([ops]
+listen = "0.0.0.0:1"
+token_env = "OUTBOX_TEST_TOKEN"
+[[event_types]]
+type = "a.b"
+producer = "p"
+[[subscriptions]]
+name = "s"
+glob = "a.b"
+lane = "DURABLE"
+webhook = "https://example.test/h"
+secret_env = "OUTBOX_TEST_HOOK_SECRET"
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->token, "tok-env");
+  EXPECT_EQ(c->catalog.deliveries[0].webhook_secret, "from-env");
+}
+
+}  // namespace
+}  // namespace outbox::config
