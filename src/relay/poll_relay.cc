@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <optional>
 
 #include "fmt/format.h"
 #include "outbox/envelope_codec.h"
@@ -212,6 +213,40 @@ struct PollRelay::Impl {
     return false;
   }
 
+  // The READY rows of a tenant just before `seq`, ascending, up to the first
+  // row that is SENT or DEAD or missing. nullopt: more than 1000 such rows.
+  absl::StatusOr<std::optional<std::vector<Row>>> ReadyRunBefore(const std::string& tenant,
+                                                                 int64_t seq) {
+    std::vector<Row> run;
+    QueryRequest q;
+    q.table = o.outbox_table;
+    q.key_condition = "pk = :pk AND sk < :sk";
+    q.args.values = {{":pk", Value::S(orow::Pk(tenant))}, {":sk", Value::S(SeqSortKey(seq))}};
+    q.scan_forward = false;
+    q.consistent_read = true;
+    q.limit = 100;
+    int64_t expect = seq - 1;
+    for (int page = 0; page < 10; ++page) {
+      auto r = store->Query(q);
+      if (!r.ok()) return r.status();
+      for (const Item& it : r->items) {
+        Row row = ParseRow(it);
+        if (row.seq != expect || row.status != orow::kReady) {
+          std::reverse(run.begin(), run.end());
+          return std::optional<std::vector<Row>>(std::move(run));
+        }
+        run.push_back(std::move(row));
+        --expect;
+      }
+      if (!r->last_evaluated_key) {
+        std::reverse(run.begin(), run.end());
+        return std::optional<std::vector<Row>>(std::move(run));
+      }
+      q.exclusive_start_key = r->last_evaluated_key;
+    }
+    return std::optional<std::vector<Row>>();
+  }
+
   // Holds back rows [from, end) of a tenant until `until` (the blocker's next attempt).
   int Defer(const std::vector<Row>& rows, size_t from, int64_t until) {
     int n = 0;
@@ -245,27 +280,25 @@ struct PollRelay::Impl {
     int64_t done = -1;  // the last seq known SENT/DEAD in this step
     for (size_t i = 0; i < rows.size(); ++i) {
       Row r = rows[i];
-      // Invariant 2: the predecessor must be SENT, DEAD or gone.
+      // Invariant 2: the predecessor must be SENT, DEAD or gone. Earlier READY
+      // rows (in any shard, due or not) are pulled in from the tenant's
+      // partition and handled first.
       if (done != r.seq - 1 && r.seq > 1) {
-        GetRequest g;
-        g.table = o.outbox_table;
-        g.key = OutboxKey(r.tenant, r.seq - 1);
-        g.consistent_read = true;
-        auto pred = store->GetItem(g);
-        if (!pred.ok()) {
+        auto earlier = ReadyRunBefore(r.tenant, r.seq);
+        if (!earlier.ok()) {
           m->errors++;
-          spdlog::warn("relay {}: reading tenant {} seq {}: {}", o.name, r.tenant, r.seq - 1,
-                       pred.status().ToString());
+          spdlog::warn("relay {}: reading tenant {} before seq {}: {}", o.name, r.tenant, r.seq,
+                       earlier.status().ToString());
           return changed;
         }
-        if (*pred && StrAttr(**pred, "status") == orow::kReady) {
-          // Hold the rest back until just after the blocker's next attempt, so
-          // that in every shard's due order a blocker sorts before the rows it
-          // blocks: the globally first due row is always sendable, and small
-          // pages cannot block each other across shards.
-          int64_t until = std::max(NumAttr(**pred, "next_attempt_at"), now) + 1;
-          changed += Defer(rows, i, until);
+        if (!*earlier) {  // a very long READY run: later steps reach it from the front
+          m->blocked += static_cast<int64_t>(rows.size() - i);
           return changed;
+        }
+        if (!(*earlier)->empty()) {
+          rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(i), (*earlier)->begin(),
+                      (*earlier)->end());
+          r = rows[i];
         }
       }
       // Fresh, consistent reads of the outbox row and the event row.
@@ -292,7 +325,10 @@ struct PollRelay::Impl {
         done = r.seq;
         continue;
       }
-      if (cur.due_ms > now) return changed;  // another relay scheduled a retry meanwhile
+      if (cur.due_ms > now) {  // waiting for a retry: the tenant's later rows wait for it
+        changed += Defer(rows, i + 1, cur.due_ms + 1);
+        return changed;
+      }
       r = cur;
 
       // Build the message exactly as the change-feed relay does.
