@@ -1,7 +1,7 @@
 // Relay benchmarks (results: docs/PERFORMANCE.md "## Relay (issue 5)").
 //
 //  BM_RelayThroughput/<mode>/<events>: <events> events of 8 tenants are
-//  emitted first (EmitBatch of 50, not timed), then one relay drains them all
+//  emitted first (EmitBatch of 40, not timed), then one relay drains them all
 //  into the FIFO queue (timed, real time). mode 0 = change-feed relay
 //  (ChangeFeedRelay, batch 500), 1 = polling relay (PollRelay, 8 shards,
 //  batch 100 per shard, 4 threads). Counters events_per_s (real time) and
@@ -93,7 +93,7 @@ struct Env {
     for (int done = 0; done < events;) {
       for (int t = 0; t < kTenants && done < events; ++t) {
         std::vector<EventSpec> batch;
-        for (int i = 0; i < 50 && done < events; ++i, ++done) {
+        for (int i = 0; i < 40 && done < events; ++i, ++done) {
           batch.push_back({"com.bench.happened", Value::M({{"n", Value::N(done)}, {"note", Value::S("payload")}})});
         }
         auto r = engine->EmitBatch(RequestContext{.tenant = "t" + std::to_string(t)}, std::move(batch));
