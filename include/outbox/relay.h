@@ -20,6 +20,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -230,6 +232,80 @@ class PollRelay {
   PollRelayMetrics metrics_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+};
+
+// ---- change-feed relay over any Store + any Queue (DynamoDB Streams) -------------
+//
+// StreamRelay (docs/RELAY.md "DynamoDB"): the change-feed relay for stores whose
+// feed has several shards (DynamoDB Streams) and queues outside the store.
+// Messages are byte-identical to ChangeFeedRelay's (relay/message.h).
+// Invariants:
+//  1. Checkpoint after the queue accepted the messages: a crash between the two
+//     sends them again with the same dedup id (= event id); the FIFO queue's
+//     dedup window and the worker's inbox collapse them. Nothing is lost.
+//  2. Shard leases with per-shard checkpoints in the relay state table
+//     (pk RELAY#<name>, sk LEASE#<shard>): an instance holds a fair share of the
+//     shards; a dead instance's shards are taken over once its lease expires; a
+//     checkpoint write is conditioned on owner + fencing counter, so an instance
+//     that lost its lease cannot move it.
+//  3. Lineage: a child shard is leased only once its parent is finished (read to
+//     shard_end and checkpointed), so one tenant's events (one partition key)
+//     keep their order across shard splits.
+//  4. Unforwardable records become relay poison records (as ChangeFeedRelay).
+// The embedded SqliteStore + SqliteQueue path stays ChangeFeedRelay (one
+// transaction, no duplicates).
+struct StreamRelayOptions {
+  std::string name = "feed";                  // lease/checkpoint identity
+  std::string events_table = "outbox_events";
+  std::string relay_state_table = "outbox_relay_state";
+  std::string queue = "outbox-events.fifo";
+  std::string instance;                       // lease owner id; empty: <host>-<pid>-<random>
+  int batch = 500;                            // change records read per shard per step (<= 1000)
+  absl::Duration lease_duration = absl::Seconds(10);
+  absl::Duration renew_interval = absl::Seconds(3);  // renew + rebalance period (<= lease/2)
+  absl::Duration idle_wait = absl::Seconds(1);       // Start(): longest poll interval when idle
+  absl::Status Validate() const;
+};
+
+struct StreamRelayMetrics {
+  std::atomic<int64_t> forwarded{0};
+  std::atomic<int64_t> duplicates{0};   // sends the FIFO queue collapsed by dedup id
+  std::atomic<int64_t> skipped{0};      // head rows and non-INSERT records
+  std::atomic<int64_t> errors{0};       // poison records
+  std::atomic<int64_t> leases_lost{0};  // checkpoints refused because another instance took the shard
+  std::atomic<int64_t> shards_held{0};
+  std::atomic<int64_t> lag_ms{0};
+};
+
+class StreamRelay {
+ public:
+  // Creates the relay state table and the FIFO queue when absent.
+  static absl::StatusOr<std::unique_ptr<StreamRelay>> Open(Store* store, Queue* queue, Clock* clock,
+                                                           StreamRelayOptions options = {});
+  ~StreamRelay();  // Stop(true)
+
+  // One step: renews/rebalances leases when due, then forwards up to `batch`
+  // records of every held shard; returns how many records were handled (plus
+  // one per shard finished), 0 when caught up.
+  absl::StatusOr<int> RunOnce();
+  absl::Status Drain();
+  void Start();
+  // Stops the loop; release = false leaves the leases to expire (as a crash would).
+  void Stop(bool release = true);
+
+  std::vector<std::string> HeldShards() const;
+  const StreamRelayMetrics& metrics() const { return metrics_; }
+  absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100);
+
+ private:
+  StreamRelay(Store* store, Queue* queue, Clock* clock, StreamRelayOptions options);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  StreamRelayMetrics metrics_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
 };
 
 }  // namespace outbox

@@ -1,0 +1,308 @@
+// The generic change-feed relay (include/outbox/relay.h, StreamRelay): any
+// Store's ChangeFeed + any Queue, shard leases with per-shard checkpoints
+// (relay/shard_leases.h), "checkpoint after the queue accepted the messages".
+#include <unistd.h>
+
+#include <random>
+
+#include "fmt/format.h"
+#include "outbox/ddb_json.h"
+#include "outbox/envelope_codec.h"
+#include "outbox/queue.h"
+#include "outbox/relay.h"
+#include "relay/message.h"
+#include "relay/poison.h"
+#include "relay/shard_leases.h"
+#include "spdlog/spdlog.h"
+
+namespace outbox {
+namespace {
+
+bool EventRowTenant(const Item& keys, std::string* tenant) {
+  auto it = keys.find("pk");
+  if (it == keys.end() || !it->second.is(Type::S)) return false;
+  const std::string& pk = it->second.s();
+  constexpr std::string_view kPrefix = "TENANT#", kSuffix = "#EVENT";
+  if (pk.size() <= kPrefix.size() + kSuffix.size() || pk.compare(0, kPrefix.size(), kPrefix) != 0 ||
+      pk.compare(pk.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+    return false;
+  }
+  *tenant = pk.substr(kPrefix.size(), pk.size() - kPrefix.size() - kSuffix.size());
+  return true;
+}
+
+std::string DefaultInstance() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
+  std::random_device rd;
+  return fmt::format("{}-{}-{:08x}", host[0] ? host : "relay", getpid(), rd());
+}
+
+struct Outgoing {
+  bool poison = false;
+  std::string reason;
+  std::string sequence_number;
+  Item keys;
+  std::string body;
+  std::string tenant;
+  std::string event_id;
+  int64_t created_ms = 0;
+};
+
+}  // namespace
+
+absl::Status StreamRelayOptions::Validate() const {
+  if (name.empty()) return absl::InvalidArgumentError("relay.name: must not be empty");
+  if (batch < 1 || batch > 1000) {
+    return absl::InvalidArgumentError(fmt::format("relay.batch: must be 1..1000, got {}", batch));
+  }
+  if (queue.size() < 6 || queue.substr(queue.size() - 5) != ".fifo") {
+    return absl::InvalidArgumentError(
+        fmt::format("relay.queue: must be a FIFO queue name ending in .fifo, got \"{}\"", queue));
+  }
+  if (lease_duration < absl::Seconds(1) || lease_duration > absl::Hours(1)) {
+    return absl::InvalidArgumentError(fmt::format("relay.lease_duration: must be 1s..1h, got {}",
+                                                  absl::FormatDuration(lease_duration)));
+  }
+  if (renew_interval <= absl::ZeroDuration() || renew_interval * 2 > lease_duration) {
+    return absl::InvalidArgumentError(fmt::format(
+        "relay.renew_interval: must be > 0 and at most half of lease_duration ({}), got {}",
+        absl::FormatDuration(lease_duration), absl::FormatDuration(renew_interval)));
+  }
+  return absl::OkStatus();
+}
+
+struct StreamRelay::Impl {
+  Store* store;
+  Queue* queue;
+  Clock* clock;
+  StreamRelayOptions o;
+  relay_internal::ShardLeases leases;
+  int64_t max_message_size = 1 << 20;
+  absl::Time last_rebalance = absl::InfinitePast();
+  std::mutex mu;  // RunOnce vs HeldShards/Stop
+
+  Impl(Store* s, Queue* q, Clock* c, StreamRelayOptions opts)
+      : store(s),
+        queue(q),
+        clock(c),
+        o(std::move(opts)),
+        leases(s, c,
+               relay_internal::ShardLeaseOptions{o.relay_state_table, o.name, o.instance,
+                                                 o.lease_duration}) {}
+
+  Outgoing Plan(const ChangeRecord& rec, const std::string& tenant) {
+    Outgoing p;
+    p.sequence_number = rec.sequence_number;
+    p.keys = rec.keys;
+    p.created_ms = rec.creation_time_ms;
+    auto poison = [&](std::string reason) {
+      p.poison = true;
+      p.reason = std::move(reason);
+      p.body = rec.new_image ? ddbjson::Encode(*rec.new_image).dump() : std::string();
+      return p;
+    };
+    if (!rec.new_image) return poison("INSERT record without a new image");
+    auto env = EnvelopeFromItem(*rec.new_image);
+    if (!env.ok()) {
+      return poison(fmt::format("malformed event image: {}", std::string(env.status().message())));
+    }
+    if (env->tenant != tenant) {
+      return poison(fmt::format("event tenant \"{}\" does not match its key tenant \"{}\"",
+                                env->tenant, tenant));
+    }
+    p.body = relay_internal::EventMessageBody(*rec.new_image);
+    if (static_cast<int64_t>(p.body.size()) > max_message_size) {
+      return poison(
+          fmt::format("message of {} bytes exceeds the queue's maximum message size of {} bytes",
+                      p.body.size(), max_message_size));
+    }
+    p.tenant = tenant;
+    p.event_id = env->id;
+    return p;
+  }
+};
+
+StreamRelay::StreamRelay(Store* store, Queue* queue, Clock* clock, StreamRelayOptions options)
+    : impl_(new Impl(store, queue, clock ? clock : Clock::Real(), std::move(options))) {}
+
+StreamRelay::~StreamRelay() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<StreamRelay>> StreamRelay::Open(Store* store, Queue* queue,
+                                                               Clock* clock,
+                                                               StreamRelayOptions options) {
+  if (options.instance.empty()) options.instance = DefaultInstance();
+  if (auto s = options.Validate(); !s.ok()) return s;
+  if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok())
+    return s;
+  auto attrs = queue->GetAttributes(options.queue);
+  if (!attrs.ok()) {
+    QueueOptions qo;
+    qo.fifo = true;
+    if (auto s = queue->CreateQueue(options.queue, qo); !s.ok()) return s;
+    attrs = queue->GetAttributes(options.queue);
+    if (!attrs.ok()) return attrs.status();
+  }
+  if (!attrs->options.fifo) return absl::InvalidArgumentError("relay.queue: must be a FIFO queue");
+  std::unique_ptr<StreamRelay> r(new StreamRelay(store, queue, clock, std::move(options)));
+  r->impl_->max_message_size = attrs->options.max_message_size;
+  return r;
+}
+
+absl::StatusOr<int> StreamRelay::RunOnce() {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  ChangeFeed* feed = m.store->change_feed();
+  absl::Time now = m.clock->Now();
+  if (m.leases.held().empty() || now - m.last_rebalance >= m.o.renew_interval) {
+    auto shards = feed->ListShards(m.o.events_table);
+    if (!shards.ok()) return shards.status();
+    if (auto s = m.leases.Rebalance(*shards); !s.ok()) return s;
+    m.last_rebalance = now;
+    metrics_.shards_held = static_cast<int64_t>(m.leases.held().size());
+  }
+  int progressed = 0;
+  std::vector<relay_internal::ShardLease> held;
+  for (const auto& [id, l] : m.leases.held()) held.push_back(l);
+  for (const auto& lease : held) {
+    if (lease.finished) continue;
+    auto batch = feed->Read(m.o.events_table, lease.shard, lease.checkpoint, m.o.batch);
+    if (!batch.ok()) return batch.status();
+    if (batch->records.empty() && !batch->shard_end) continue;
+
+    std::vector<Outgoing> plan;
+    int64_t skipped = 0;
+    for (const ChangeRecord& rec : batch->records) {
+      std::string tenant;
+      if (rec.type != ChangeType::kInsert || !EventRowTenant(rec.keys, &tenant)) {
+        ++skipped;
+        continue;
+      }
+      plan.push_back(m.Plan(rec, tenant));
+    }
+    // Send in order, 10 at a time; stop at the first failure (nothing is
+    // checkpointed, the batch is read again: duplicates carry the same dedup id).
+    int64_t forwarded = 0, duplicates = 0, newest = 0;
+    std::vector<const Outgoing*> chunk;
+    auto flush = [&]() -> absl::Status {
+      if (chunk.empty()) return absl::OkStatus();
+      std::vector<SendBatchEntry> entries;
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        entries.push_back(SendBatchEntry{
+            fmt::format("m{}", i),
+            relay_internal::EventMessage(chunk[i]->body, chunk[i]->tenant, chunk[i]->event_id)});
+      }
+      auto r = m.queue->SendBatch(m.o.queue, entries);
+      if (!r.ok()) return r.status();
+      if (!r->failed.empty()) {
+        return absl::UnavailableError(fmt::format("queue {} refused message {}: {}", m.o.queue,
+                                                  r->failed[0].id, r->failed[0].error.ToString()));
+      }
+      for (const auto& [id, res] : r->successful) {
+        ++forwarded;
+        if (res.duplicate) ++duplicates;
+      }
+      for (const Outgoing* p : chunk) newest = std::max(newest, p->created_ms);
+      chunk.clear();
+      return absl::OkStatus();
+    };
+    int64_t poison_n = 0;
+    int64_t now_ms = m.clock->NowMillis();
+    for (const Outgoing& p : plan) {
+      if (p.poison) {
+        if (auto s = flush(); !s.ok()) return s;
+        PutRequest put;
+        put.table = m.o.relay_state_table;
+        put.item = relay_internal::PoisonRow(m.o.name, p.sequence_number, ++poison_n, p.keys,
+                                             p.reason, p.body, now_ms);
+        if (auto s = m.store->PutItem(put); !s.ok()) return s.status();
+        spdlog::error("relay {}: cannot forward change record {} (key {}): {}", m.o.name,
+                      p.sequence_number, ddbjson::Encode(p.keys).dump(), p.reason);
+        metrics_.errors++;
+        continue;
+      }
+      chunk.push_back(&p);
+      if (chunk.size() == 10) {
+        if (auto s = flush(); !s.ok()) return s;
+      }
+    }
+    if (auto s = flush(); !s.ok()) return s;
+    metrics_.forwarded += forwarded;
+    metrics_.duplicates += duplicates;
+    metrics_.skipped += skipped;
+    if (newest > 0) metrics_.lag_ms = std::max<int64_t>(0, m.clock->NowMillis() - newest);
+
+    // The queue has everything: now the checkpoint may move (fenced).
+    std::string cp = batch->records.empty() ? std::string() : batch->records.back().sequence_number;
+    auto s = m.leases.Checkpoint(lease.shard, cp, batch->shard_end);
+    if (!s.ok()) {
+      if (s.code() != absl::StatusCode::kFailedPrecondition) return s;
+      spdlog::warn("relay {} ({}): {}; its records may be sent again by the new owner", m.o.name,
+                   m.o.instance, std::string(s.message()));
+      metrics_.leases_lost++;
+      continue;
+    }
+    progressed += static_cast<int>(batch->records.size());
+    if (batch->shard_end) {
+      ++progressed;  // a finished parent lets its children start
+      m.last_rebalance = absl::InfinitePast();
+    }
+  }
+  return progressed;
+}
+
+absl::Status StreamRelay::Drain() {
+  while (true) {
+    auto n = RunOnce();
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+  }
+}
+
+void StreamRelay::Start() {
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] {
+    absl::Duration wait = absl::Milliseconds(10);
+    while (!stop_) {
+      auto n = RunOnce();
+      if (!n.ok()) spdlog::error("relay {}: {}", impl_->o.name, n.status().ToString());
+      if (n.ok() && *n > 0) {
+        wait = absl::Milliseconds(10);
+        continue;
+      }
+      // Idle or failing: back off up to idle_wait (Streams has no notifications).
+      std::unique_lock<std::mutex> l(stop_mu_);
+      stop_cv_.wait_for(l, absl::ToChronoMilliseconds(wait), [this] { return stop_.load(); });
+      wait = std::min(wait * 2, impl_->o.idle_wait);
+    }
+  });
+}
+
+void StreamRelay::Stop(bool release) {
+  {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (release) {
+    impl_->leases.ReleaseAll();
+  } else {
+    impl_->leases.Abandon();
+  }
+}
+
+std::vector<std::string> StreamRelay::HeldShards() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<std::string> out;
+  for (const auto& [id, l] : impl_->leases.held()) out.push_back(id);
+  return out;
+}
+
+absl::StatusOr<std::vector<RelayPoisonRecord>> StreamRelay::ListPoison(int limit) {
+  return relay_internal::ListPoison(impl_->store, impl_->o.relay_state_table, limit);
+}
+
+}  // namespace outbox
