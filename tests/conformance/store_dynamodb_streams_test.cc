@@ -21,9 +21,9 @@ TEST(StreamFeedUnit, SequenceNumbersCompareAsIntegers) {
   EXPECT_EQ(CompareSequenceNumbers("000000000000000000042", "42"), 0);
   EXPECT_LT(CompareSequenceNumbers("000000000000000000042", "43"), 0);
   // 40 digits vs 21 digits: longer is larger even though '1' < '9'.
-  EXPECT_GT(CompareSequenceNumbers("1000000000000000000000000000000000000000",
-                                   "900000000000000000000"),
-            0);
+  EXPECT_GT(
+      CompareSequenceNumbers("1000000000000000000000000000000000000000", "900000000000000000000"),
+      0);
   EXPECT_EQ(CompareSequenceNumbers("0", "000"), 0);
 }
 
