@@ -1,5 +1,6 @@
-// The hash chain: verify on a clean log, tamper detection by editing the
-// SQLite file directly, and contention (threads, tenants, processes).
+// The hash chain: verify on a clean log, tamper detection by editing stored
+// rows behind the engine (the SQLite file directly; plain Put/Delete on
+// DynamoDB), and contention (threads, tenants, processes), on both backends.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ class ChainTest : public EngineFixture {
   static std::string EventRowPk(const std::string& t) { return "TENANT#" + t + "#EVENT"; }
 };
 
-TEST_F(ChainTest, CleanLogVerifies) {
+TEST_P(ChainTest, CleanLogVerifies) {
   EmitN("acme", 2500);  // more than one query page
   int64_t last_progress = 0;
   int calls = 0;
@@ -54,7 +55,7 @@ TEST_F(ChainTest, CleanLogVerifies) {
   EXPECT_EQ(empty.count, 0);
 }
 
-TEST_F(ChainTest, EditedPayloadIsDetected) {
+TEST_P(ChainTest, EditedPayloadIsDetected) {
   EmitN("acme", 10);
   std::string sk = SeqSortKey(4);
   std::string text = RawItemText(EventRowPk("acme"), sk);
@@ -69,7 +70,7 @@ TEST_F(ChainTest, EditedPayloadIsDetected) {
   EXPECT_THAT(v.detail, ::testing::HasSubstr("hash"));
 }
 
-TEST_F(ChainTest, EditedAndRehashedEventBreaksTheNextLink) {
+TEST_P(ChainTest, EditedAndRehashedEventBreaksTheNextLink) {
   EmitN("acme", 10);
   // Rewrite event 6 consistently (new payload and its own valid hash).
   auto log = engine_->ReadLog("acme", 6, 1);
@@ -84,25 +85,25 @@ TEST_F(ChainTest, EditedAndRehashedEventBreaksTheNextLink) {
   EXPECT_EQ(v.first_broken_seq, 7);
 }
 
-TEST_F(ChainTest, DeletedEventIsAGap) {
+TEST_P(ChainTest, DeletedEventIsAGap) {
   EmitN("acme", 10);
-  EXPECT_EQ(RawExec("DELETE FROM s_items WHERE " + RowWhere(EventRowPk("acme"), SeqSortKey(5))), 1);
+  EXPECT_EQ(RawDelete(EventRowPk("acme"), SeqSortKey(5)), 1);
   VerifyResult v = Verify("acme");
   EXPECT_FALSE(v.chain_intact);
   EXPECT_EQ(v.reason, ChainBreak::kGap);
   EXPECT_EQ(v.first_broken_seq, 5);
 }
 
-TEST_F(ChainTest, DeletedLastEventIsAHeadMismatch) {
+TEST_P(ChainTest, DeletedLastEventIsAHeadMismatch) {
   EmitN("acme", 10);
-  EXPECT_EQ(RawExec("DELETE FROM s_items WHERE " + RowWhere(EventRowPk("acme"), SeqSortKey(10))), 1);
+  EXPECT_EQ(RawDelete(EventRowPk("acme"), SeqSortKey(10)), 1);
   VerifyResult v = Verify("acme");
   EXPECT_FALSE(v.chain_intact);
   EXPECT_EQ(v.reason, ChainBreak::kHeadMismatch);
   EXPECT_EQ(v.first_broken_seq, 10);
 }
 
-TEST_F(ChainTest, SwappedRowsAreReordered) {
+TEST_P(ChainTest, SwappedRowsAreReordered) {
   EmitN("acme", 10);
   std::string a = RawItemText(EventRowPk("acme"), SeqSortKey(3));
   std::string b = RawItemText(EventRowPk("acme"), SeqSortKey(7));
@@ -114,7 +115,7 @@ TEST_F(ChainTest, SwappedRowsAreReordered) {
   EXPECT_EQ(v.first_broken_seq, 3);
 }
 
-TEST_F(ChainTest, ChangedHeadIsAHeadMismatch) {
+TEST_P(ChainTest, ChangedHeadIsAHeadMismatch) {
   EmitN("acme", 10);
   std::string head = RawItemText("TENANT#acme#HEAD", "HEAD");
   ASSERT_NE(head.find(R"("last_seq":{"N":"10"})"), std::string::npos) << head;
@@ -129,7 +130,7 @@ TEST_F(ChainTest, ChangedHeadIsAHeadMismatch) {
   EXPECT_EQ(v.last_seq, 10);
 }
 
-TEST_F(ChainTest, ListTenantsIsSorted) {
+TEST_P(ChainTest, ListTenantsIsSorted) {
   EmitN("zeta", 1);
   EmitN("alpha", 2);
   EmitN("mid", 1);
@@ -148,7 +149,7 @@ void ExpectDenseIntact(Engine& engine, const std::string& tenant, int64_t n) {
   EXPECT_EQ(v->last_seq, n);
 }
 
-TEST_F(ChainTest, EightThreadsOneTenantNoGapNoFork) {
+TEST_P(ChainTest, EightThreadsOneTenantNoGapNoFork) {
   constexpr int kThreads = 8, kPerThread = 150;
   std::vector<std::vector<int64_t>> seqs(kThreads);
   std::vector<std::thread> threads;
@@ -169,7 +170,7 @@ TEST_F(ChainTest, EightThreadsOneTenantNoGapNoFork) {
   EXPECT_LT(engine_->metrics().transactions.load(), kThreads * kPerThread);  // combined
 }
 
-TEST_F(ChainTest, EightTenantsInParallel) {
+TEST_P(ChainTest, EightTenantsInParallel) {
   constexpr int kThreads = 8, kPerThread = 100;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -189,18 +190,32 @@ TEST_F(ChainTest, EightTenantsInParallel) {
 // emits kPerProcess events for tenant "shared" (retrying contention errors).
 constexpr int kPerProcess = 60;
 
+// With OUTBOX_ENGINE_CHILD_DDB_KEY set, the child emits into that DynamoDB
+// Local database (endpoint OUTBOX_ENGINE_CHILD_DDB_ENDPOINT) instead.
 [[noreturn]] void ChildEmitter(const char* path) {
-  sqlite::DatabaseOptions o;
-  o.path = path;
-  auto db = sqlite::Database::Open(o);
-  if (!db.ok()) _exit(3);
-  SqliteStoreOptions so;
-  so.sweep_interval = absl::ZeroDuration();
-  auto store = SqliteStore::Open(*db, Clock::Real(), so);
-  if (!store.ok()) _exit(4);
+  std::shared_ptr<sqlite::Database> db;
+  std::unique_ptr<Store> store;
+  const char* ddb_key = std::getenv("OUTBOX_ENGINE_CHILD_DDB_KEY");
+  if (ddb_key != nullptr) {
+    const char* endpoint = std::getenv("OUTBOX_ENGINE_CHILD_DDB_ENDPOINT");
+    auto s = OpenDynamoDbLocal(endpoint ? endpoint : "", ddb_key);
+    if (!s.ok()) _exit(4);
+    store = *std::move(s);
+  } else {
+    sqlite::DatabaseOptions o;
+    o.path = path;
+    auto opened = sqlite::Database::Open(o);
+    if (!opened.ok()) _exit(3);
+    db = *opened;
+    SqliteStoreOptions so;
+    so.sweep_interval = absl::ZeroDuration();
+    auto s = SqliteStore::Open(db, Clock::Real(), so);
+    if (!s.ok()) _exit(4);
+    store = *std::move(s);
+  }
   EngineOptions eo;
   eo.max_emit_retries = 50;
-  auto engine = Engine::Open(store->get(), eo);
+  auto engine = Engine::Open(store.get(), eo);
   if (!engine.ok()) _exit(5);
   for (int i = 0; i < kPerProcess;) {
     auto e = (*engine)->Emit(RequestContext{"shared", "", "child"}, "tick",
@@ -220,7 +235,7 @@ const bool kChildMode = [] {
   return false;
 }();
 
-TEST_F(ChainTest, FourProcessesOneTenantNoGap) {
+TEST_P(ChainTest, FourProcessesOneTenantNoGap) {
   constexpr int kProcs = 4;
   std::vector<pid_t> pids;
   for (int i = 0; i < kProcs; ++i) {
@@ -228,6 +243,10 @@ TEST_F(ChainTest, FourProcessesOneTenantNoGap) {
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       setenv("OUTBOX_ENGINE_CHILD", path().c_str(), 1);
+      if (dynamodb()) {
+        setenv("OUTBOX_ENGINE_CHILD_DDB_ENDPOINT", testing_support::DynamoDbLocal::Endpoint().c_str(), 1);
+        setenv("OUTBOX_ENGINE_CHILD_DDB_KEY", ddb_key().c_str(), 1);
+      }
       execl("/proc/self/exe", "/proc/self/exe", static_cast<char*>(nullptr));
       _exit(127);
     }
@@ -246,6 +265,8 @@ TEST_F(ChainTest, FourProcessesOneTenantNoGap) {
   for (const auto& e : *log) writers.insert(std::stoll(ddbjson::ToPlainJsonText(e.payload.m().at("pid"))));
   EXPECT_EQ(writers.size(), static_cast<size_t>(kProcs));
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, ChainTest, ::testing::ValuesIn(kEngineBackends), EngineBackendName);
 
 }  // namespace
 }  // namespace outbox::engine_test

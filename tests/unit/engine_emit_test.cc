@@ -20,7 +20,7 @@ TransactWriteItem PutOrder(const std::string& id, bool must_be_new = true) {
   return w;
 }
 
-TEST_F(EmitTest, FirstEventAndSubsequentSeqsFormAChain) {
+TEST_P(EmitTest, FirstEventAndSubsequentSeqsFormAChain) {
   std::vector<Envelope> got;
   for (int i = 0; i < 3; ++i) {
     auto e = engine_->Emit(Ctx(), "order.created", Payload(R"({"n":)" + std::to_string(i) + "}"));
@@ -53,7 +53,7 @@ TEST_F(EmitTest, FirstEventAndSubsequentSeqsFormAChain) {
   EXPECT_EQ(e->correlation_id.size(), 26u);
 }
 
-TEST_F(EmitTest, WritesHeadEventAndExtraAtomically) {
+TEST_P(EmitTest, WritesHeadEventAndExtraAtomically) {
   CreateTable("orders");
   auto e = engine_->Emit(Ctx(), "order.created", Payload(R"({"order":"o1"})"), {PutOrder("o1")});
   ASSERT_TRUE(e.ok()) << e.status();
@@ -65,7 +65,7 @@ TEST_F(EmitTest, WritesHeadEventAndExtraAtomically) {
   EXPECT_EQ(*tenants, std::vector<std::string>{"acme"});
 }
 
-TEST_F(EmitTest, CallerConditionFailureNamesTheWriteAndCommitsNothing) {
+TEST_P(EmitTest, CallerConditionFailureNamesTheWriteAndCommitsNothing) {
   CreateTable("orders");
   ASSERT_TRUE(engine_->Emit(Ctx(), "order.created", Value::M({}), {PutOrder("o1")}).ok());
   auto r = engine_->Emit(Ctx(), "order.created", Value::M({}), {PutOrder("o2"), PutOrder("o1")});
@@ -85,7 +85,7 @@ TEST_F(EmitTest, CallerConditionFailureNamesTheWriteAndCommitsNothing) {
   EXPECT_EQ(next->seq, 2);
 }
 
-TEST_F(EmitTest, ExtraWriteToTheEventsTableIsRefused) {
+TEST_P(EmitTest, ExtraWriteToTheEventsTableIsRefused) {
   CreateTable("orders");
   auto w = TransactWriteItem::Put("outbox_events", PlainItem(R"({"pk":"x","sk":"y"})"));
   auto r = engine_->Emit(Ctx(), "t", Value::M({}), {PutOrder("o1"), w});
@@ -96,7 +96,7 @@ TEST_F(EmitTest, ExtraWriteToTheEventsTableIsRefused) {
   EXPECT_EQ(CountEvents("acme"), 0);
 }
 
-TEST_F(EmitTest, InputValidationNamesFieldAndLimit) {
+TEST_P(EmitTest, InputValidationNamesFieldAndLimit) {
   auto msg = [](const absl::StatusOr<Envelope>& r) { return std::string(r.status().message()); };
   auto r = engine_->Emit(RequestContext{"bad tenant!", "", ""}, "t", Value::M({}));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
@@ -115,7 +115,7 @@ TEST_F(EmitTest, InputValidationNamesFieldAndLimit) {
   EXPECT_EQ(CountEvents("acme"), 0);
 }
 
-TEST_F(EmitTest, StrictCatalogRefusesUndeclaredTypes) {
+TEST_P(EmitTest, StrictCatalogRefusesUndeclaredTypes) {
   EngineOptions o;
   o.strict_catalog = true;
   o.declared_types = {"order.created"};
@@ -126,7 +126,7 @@ TEST_F(EmitTest, StrictCatalogRefusesUndeclaredTypes) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("order.deleted"));
 }
 
-TEST_F(EmitTest, InlineErrorAbortsWithNothingCommitted) {
+TEST_P(EmitTest, InlineErrorAbortsWithNothingCommitted) {
   CreateTable("orders");
   std::atomic<int> calls{0};
   ASSERT_TRUE(engine_->Subscribe(Subscription{"guard", "order.*", Lane::kInline,
@@ -151,7 +151,7 @@ TEST_F(EmitTest, InlineErrorAbortsWithNothingCommitted) {
   EXPECT_EQ(calls.load(), 1);
 }
 
-TEST_F(EmitTest, InlineAddWriteCommitsWithTheEvent) {
+TEST_P(EmitTest, InlineAddWriteCommitsWithTheEvent) {
   CreateTable("projections");
   ASSERT_TRUE(engine_->Subscribe(Subscription{
                   "projector", "order.created", Lane::kInline,
@@ -175,7 +175,7 @@ TEST_F(EmitTest, InlineAddWriteCommitsWithTheEvent) {
   EXPECT_EQ(row->at("event_id").s(), e->id);
 }
 
-TEST_F(EmitTest, InlineWriteConditionFailureNamesTheSubscription) {
+TEST_P(EmitTest, InlineWriteConditionFailureNamesTheSubscription) {
   CreateTable("projections");
   ASSERT_TRUE(engine_->Subscribe(Subscription{"once", "*", Lane::kInline,
                                               [&](HandlerContext& ctx, const Envelope& e) -> absl::Status {
@@ -194,7 +194,7 @@ TEST_F(EmitTest, InlineWriteConditionFailureNamesTheSubscription) {
   EXPECT_EQ(CountEvents("acme"), 1);
 }
 
-TEST_F(EmitTest, LocalRunsAfterCommitAndItsErrorIsCounted) {
+TEST_P(EmitTest, LocalRunsAfterCommitAndItsErrorIsCounted) {
   std::atomic<int> saw_committed{0}, runs{0};
   auto check = [&](HandlerContext& ctx, const Envelope& e) -> absl::Status {
     ++runs;
@@ -228,7 +228,7 @@ TEST_F(EmitTest, LocalRunsAfterCommitAndItsErrorIsCounted) {
                    .ok());
 }
 
-TEST_F(EmitTest, IdempotentEmitReturnsTheFirstResult) {
+TEST_P(EmitTest, IdempotentEmitReturnsTheFirstResult) {
   CreateTable("orders");
   EmitOptions o;
   o.idempotency_token = "req-42";
@@ -254,7 +254,7 @@ TEST_F(EmitTest, IdempotentEmitReturnsTheFirstResult) {
   EXPECT_EQ(t2->seq, 1);
 }
 
-TEST_F(EmitTest, EmitBatchUsesConsecutiveSeqsInOneTransaction) {
+TEST_P(EmitTest, EmitBatchUsesConsecutiveSeqsInOneTransaction) {
   ASSERT_TRUE(engine_->Emit(Ctx(), "a", Value::M({})).ok());
   std::vector<EventSpec> evs = {{"b", Value::M({})}, {"c", Value::M({})}, {"d", Value::M({})}};
   auto r = engine_->EmitBatch(Ctx(), evs);
@@ -276,7 +276,7 @@ TEST_F(EmitTest, EmitBatchUsesConsecutiveSeqsInOneTransaction) {
   EXPECT_TRUE(v->chain_intact) << v->detail;
 }
 
-TEST_F(EmitTest, StaleHeadCacheIsRetriedAndContentionReported) {
+TEST_P(EmitTest, StaleHeadCacheIsRetriedAndContentionReported) {
   auto a = NewEngine();
   auto b = NewEngine();
   for (int i = 0; i < 5; ++i) {
@@ -305,6 +305,8 @@ TEST_F(EmitTest, StaleHeadCacheIsRetriedAndContentionReported) {
   EXPECT_TRUE(v->chain_intact) << v->detail;
   EXPECT_EQ(v->count, 12);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, EmitTest, ::testing::ValuesIn(kEngineBackends), EngineBackendName);
 
 }  // namespace
 }  // namespace outbox::engine_test
