@@ -91,6 +91,11 @@ struct QueueStatus {
 
 struct RelayStatus {
   std::string name;
+  // The relay mode recorded in the database (outbox_relay_state SETTINGS /
+  // RELAY_MODE): "feed", "poll" or "" (none recorded = feed). The store-view
+  // lag below is computed for the change-feed relay only; in poll mode it is 0
+  // (see docs/OPERATIONS.md).
+  std::string mode;
   std::string checkpoint;  // last change sequence number processed ("" none)
   int64_t lag_events = 0;  // sum over tenants
   double lag_seconds = 0;  // max over tenants
@@ -292,6 +297,8 @@ void RegisterEngineMetrics(metrics::Registry* r, const EngineMetrics& m);
 
 // "2026-11-30T07:00:00Z" or epoch milliseconds -> time (InvalidArgument naming `field`).
 absl::StatusOr<absl::Time> ParseTime(const std::string& text, const std::string& field);
+// RFC 3339 UTC with milliseconds ("" for the epoch / infinite past).
+std::string TimeText(absl::Time t);
 
 }  // namespace ops
 }  // namespace outbox

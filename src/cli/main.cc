@@ -5,8 +5,10 @@
 #include <iostream>
 
 #include "cli/registry.h"
+#include "util/logging.h"
 
 int main(int argc, char** argv) {
+  outbox::logging::ConfigureFromEnv();  // stderr: JSON lines, or human on a terminal
   CLI::App app{"outbox — transactional outbox, relay and idempotent inbox on an embedded "
                "DynamoDB-compatible store (SQLite) or DynamoDB"};
   app.set_version_flag("--version", std::string("outbox ") + OUTBOX_VERSION);

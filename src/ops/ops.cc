@@ -177,6 +177,7 @@ nlohmann::json Status::ToJson() const {
           {"dlq", QueueJson(dlq)},
           {"relay",
            {{"name", relay.name},
+            {"mode", relay.mode},
             {"checkpoint", relay.checkpoint},
             {"lag_events", relay.lag_events},
             {"lag_seconds", relay.lag_seconds},
@@ -402,6 +403,9 @@ absl::StatusOr<Status> Ops::GetStatus(const StatusOptions& o) {
     g.key = Item{{"pk", Value::S(relay_pk)}, {"sk", Value::S("CHECKPOINT")}};
     auto r = m.store->GetItem(g);
     if (r.ok() && *r) st.relay.checkpoint = StrAttr(**r, "seq");
+    g.key = Item{{"pk", Value::S("SETTINGS")}, {"sk", Value::S("RELAY_MODE")}};
+    auto mode = m.store->GetItem(g);
+    if (mode.ok() && *mode) st.relay.mode = StrAttr(**mode, "mode");
     auto poison = m.QueryAll(m.eo().relay_state_table, "RELAY_POISON");
     if (!poison.ok()) return poison.status();
     st.relay.errors = static_cast<int64_t>(poison->size());
@@ -456,7 +460,7 @@ absl::StatusOr<Status> Ops::GetStatus(const StatusOptions& o) {
     g.key = Item{{"pk", Value::S(relay_pk)}, {"sk", Value::S("TENANT#" + tenant)}};
     auto rs = m.store->GetItem(g);
     if (rs.ok() && *rs) t.relay_last_seq = IntAttr(**rs, "last_seq");
-    t.relay_lag_events = std::max<int64_t>(0, t.last_seq - t.relay_last_seq);
+    t.relay_lag_events = st.relay.mode == "poll" ? 0 : std::max<int64_t>(0, t.last_seq - t.relay_last_seq);
     if (t.relay_lag_events > 0) {
       auto next = m.engine->ReadLog(tenant, t.relay_last_seq + 1, 1);
       if (next.ok() && !next->empty()) {
