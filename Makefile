@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build run test test-asan bench fuzz format clean
+.PHONY: all bootstrap build run test test-asan bench fuzz sim format clean
 
 all: build
 
@@ -34,6 +34,12 @@ bench: build
 	@for b in $(BUILD)/bench/bench_*; do \
 	  echo "== $$b"; $$b --benchmark_out=$(BUILD)/$$(basename $$b).json --benchmark_out_format=json || exit 1; \
 	done
+
+# Deterministic simulation campaign (docs/TESTING.md): seeds 1..SEEDS.
+SEEDS ?= 10000
+sim: bootstrap $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target sim_run
+	$(BUILD)/tests/sim_run --seeds 1..$(SEEDS)
 
 FUZZ_SECONDS ?= 30
 fuzz: bootstrap

@@ -1,6 +1,7 @@
 #include "outbox/inbox.h"
 
 #include "fmt/format.h"
+#include "util/crash_point.h"
 
 namespace outbox {
 namespace {
@@ -108,6 +109,10 @@ absl::StatusOr<Claim> Inbox::TryClaim(const InboxKey& key, const std::string& ow
                    {":eid", S(key.event_id)},
                    {":sub", S(key.subscription)},
                    {":tenant", S(key.tenant)}};
+  if (OUTBOX_MUTATION(kClaimOnlyIfAbsent)) {  // the reference system's bug (test builds only)
+    u.condition = "attribute_not_exists(pk)";
+    for (const char* unused : {":retry", ":dead", ":max"}) u.args.values.erase(unused);
+  }
   u.return_values = ReturnValues::kAllNew;
   u.return_old_on_condition_failure = true;
   auto r = store_->UpdateItem(u);
@@ -117,6 +122,7 @@ absl::StatusOr<Claim> Inbox::TryClaim(const InboxKey& key, const std::string& ow
     c.token = ToInt(*r->attributes, "token");
     c.attempt = static_cast<int>(ToInt(*r->attributes, "attempts"));
     c.lease_expires_at = now + lease;
+    OUTBOX_CRASH_POINT("worker.after_claim");
     return c;
   }
   if (DdbErrorName(r.status()) != ddb_error::kConditionalCheckFailed) return r.status();
@@ -153,7 +159,9 @@ absl::Status Inbox::Complete(const InboxKey& key, int64_t token, std::vector<Tra
                       {":now_ms", N(clock_->NowMillis())}};
   req.items.push_back(std::move(done));
   for (auto& w : writes) req.items.push_back(std::move(w));
+  OUTBOX_CRASH_POINT("worker.after_handler_before_complete");
   absl::Status s = store_->TransactWriteItems(req);
+  if (s.ok()) OUTBOX_CRASH_POINT("worker.after_complete_before_delete");
   if (s.ok() || DdbErrorName(s) != ddb_error::kTransactionCanceled) return s;
   auto reasons = CancellationReasons(s);
   if (!reasons.empty() && reasons[0].code == "ConditionalCheckFailed") {

@@ -17,6 +17,7 @@
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
 #include "spdlog/spdlog.h"
+#include "util/crash_point.h"
 
 namespace outbox::ops {
 namespace {
@@ -171,6 +172,7 @@ absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
     return res;
   }
 
+  OUTBOX_CRASH_POINT("ops.mid_redrive");  // rows reset, nothing re-enqueued yet
   // 2. Re-enqueue each event once. First from the DLQ (when its message is there).
   auto mark = [&](const Wanted& w, const std::string& source, const std::string& detail,
                   bool failed) {

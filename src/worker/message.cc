@@ -9,6 +9,7 @@
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
 #include "spdlog/spdlog.h"
+#include "util/crash_point.h"
 #include "worker/handler_run.h"
 #include "worker/worker_impl.h"
 
@@ -205,7 +206,7 @@ bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelo
 bool DurableWorker::Impl::Fail(const ReceivedMessage& m, const Envelope& e, const Item& item,
                                const Subscription& sub, const InboxKey& key, const Claim& claim,
                                const absl::Status& error, bool* retried) {
-  const bool terminal = IsTerminal(error);
+  const bool terminal = IsTerminal(error) || OUTBOX_MUTATION(kDeadOnFirstFailure);  // reference bug (tests only)
   const bool last_receive = m.receive_count >= max_receive_count;
   const bool last_attempt = claim.attempt >= sub.options.max_attempts;
   const std::string text = ErrorText(error);

@@ -1,0 +1,44 @@
+// Deterministic simulation of the whole pipeline (emit → change-feed relay →
+// FIFO queue → durable workers → inbox), one driving thread, a ManualClock,
+// every random choice and every fault drawn from one seed. docs/TESTING.md.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/sim/faults.h"
+#include "util/crash_point.h"
+
+namespace outbox::sim {
+
+struct SimConfig {
+  uint64_t seed = 1;
+  testing::Mutation mutation = testing::Mutation::kNone;
+  std::set<int> drop;   // fault numbers to suppress (shrinking / --drop)
+  bool trace = false;   // keep the full trace text in the result
+  bool strict = false;  // no tolerance for the known issue (stale non-terminal dead letters)
+  bool real_ops =
+      false;  // redrive/replay through ops::Ops (else the simulation's crash-safe redrive)
+};
+
+struct SimResult {
+  uint64_t seed = 0;
+  bool real_ops = false;
+  bool strict = false;
+  bool ok = true;
+  std::vector<std::string> violations;
+  std::string trace_hash;  // SHA-256 of the trace (ids aliased; independent of random ids)
+  std::string trace;       // when SimConfig::trace
+  std::vector<FaultEvent> schedule;
+  int faults = 0;  // faults injected (not suppressed)
+  int steps = 0;
+  int events = 0;  // events committed
+  int crashes = 0;
+  int known_issues = 0;  // stale non-terminal dead letters tolerated (not with strict)
+};
+
+SimResult RunSim(const SimConfig& config);
+
+}  // namespace outbox::sim
