@@ -130,6 +130,7 @@ std::unique_ptr<Pipeline> MakePipeline(int subs) {
   WorkerOptions wo;
   wo.queue = kQueue;
   wo.threads = 4;
+  wo.receivers = 4;
   wo.batch = 10;
   wo.wait = absl::Milliseconds(100);
   wo.owner = "bench";

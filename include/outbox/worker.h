@@ -45,6 +45,12 @@ struct WorkerOptions {
   std::string queue = "outbox-events.fifo";
   // Threads that process the groups of one batch (1..64).
   int threads = 4;
+  // Receive loops run by Start() (1..16). Each receives a batch and processes
+  // it while the others receive theirs; a FIFO group with a message in flight
+  // is not handed to another receive, so one group is still processed by one
+  // loop at a time, in order. More loops keep more groups busy at once (a
+  // FIFO receive tends to return few groups). RunOnce is always one receive.
+  int receivers = 2;
   // Messages per receive (1..10).
   int batch = 10;
   // Long-poll wait of one receive (0..20 s).

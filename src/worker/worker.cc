@@ -56,8 +56,9 @@ absl::Status DurableWorker::Init() {
   }
   if (auto s = w.inbox->EnsureTables(); !s.ok()) return s;
   w.initialized = true;
-  spdlog::info("worker: {} on queue {} (threads={}, batch={}, max_receive_count={}, visibility={})",
-               w.options.owner, w.options.queue, w.options.threads, w.options.batch, w.max_receive_count,
+  spdlog::info("worker: {} on queue {} (receivers={}, threads={}, batch={}, max_receive_count={}, visibility={})",
+               w.options.owner, w.options.queue, w.options.receivers, w.options.threads, w.options.batch,
+               w.max_receive_count,
                absl::FormatDuration(w.visibility));
   return absl::OkStatus();
 }
@@ -116,27 +117,32 @@ void DurableWorker::Impl::ProcessGroup(const std::vector<const ReceivedMessage*>
 absl::Status DurableWorker::Start() {
   if (auto s = Init(); !s.ok()) return s;
   Impl& w = *impl_;
-  if (w.loop.joinable()) return absl::OkStatus();
+  if (!w.loops.empty()) return absl::OkStatus();
   w.stopping = false;
-  w.loop = std::thread([this] {
-    Impl& w = *impl_;
-    while (!w.stopping.load()) {
-      absl::Status s = RunOnce();
-      if (!s.ok()) {
-        spdlog::error("worker: receive from {} failed: {}", w.options.queue, std::string(s.message()));
-        for (int i = 0; i < 10 && !w.stopping.load(); ++i) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < w.options.receivers; ++i) {
+    w.loops.emplace_back([this] {
+      Impl& w = *impl_;
+      while (!w.stopping.load()) {
+        absl::Status s = RunOnce();
+        if (!s.ok()) {
+          spdlog::error("worker: receive from {} failed: {}", w.options.queue, std::string(s.message()));
+          for (int i = 0; i < 10 && !w.stopping.load(); ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
         }
       }
-    }
-  });
+    });
+  }
   return absl::OkStatus();
 }
 
 void DurableWorker::Stop() {
   Impl& w = *impl_;
   w.stopping = true;
-  if (w.loop.joinable()) w.loop.join();
+  for (auto& t : w.loops) {
+    if (t.joinable()) t.join();
+  }
+  w.loops.clear();
 }
 
 }  // namespace outbox

@@ -62,7 +62,7 @@ struct DurableWorker::Impl {
   absl::flat_hash_map<std::string, int64_t> last_seq;  // tenant -> highest seq seen; guarded by seq_mu
 
   std::atomic<bool> stopping{false};
-  std::thread loop;  // Start/Stop only
+  std::vector<std::thread> loops;  // the receive loops; Start/Stop only
 };
 
 }  // namespace outbox

@@ -630,6 +630,9 @@ TEST(WorkerOptionsTest, ValidateNamesTheField) {
   o = WorkerOptions{};
   o.threads = 0;
   EXPECT_NE(std::string(o.Validate().message()).find("threads"), std::string::npos);
+  o = WorkerOptions{};
+  o.receivers = 17;
+  EXPECT_NE(std::string(o.Validate().message()).find("receivers"), std::string::npos);
 }
 
 TEST_P(WorkerProofs, StartStopDrainsInBackground) {
@@ -637,6 +640,7 @@ TEST_P(WorkerProofs, StartStopDrainsInBackground) {
   WorkerOptions o;
   o.owner = "bg";
   o.wait = absl::Milliseconds(50);
+  o.receivers = 3;  // concurrent receive loops keep each tenant's order
   DurableWorker w(env_.store.get(), env_.queue.get(), env_.inbox.get(), &router_, &clock_, o);
   ASSERT_TRUE(w.Start().ok());
   std::vector<Envelope> events;
