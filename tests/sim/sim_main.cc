@@ -120,8 +120,9 @@ int main(int argc, char** argv) {
       sim::SimResult t = sim::RunSim(sim::SimConfig{seed, m, dropped, false, strict, real_ops});
       std::string list;
       for (int d : dropped) list += (list.empty() ? "" : ",") + std::to_string(d);
-      fmt::print("shrunk: {} of {} faults still fail; replay: tests/sim/run --seed {} --drop {}\n",
-                 t.faults, r.faults, seed, list);
+      fmt::print(
+          "shrunk: {} of {} faults still fail; replay: tests/sim/run --seed {} --drop {}{}{}\n",
+          t.faults, r.faults, seed, list, real_ops ? " --ops real" : "", strict ? " --strict" : "");
       PrintFailure(t);
     }
     return expect_failure ? 0 : 1;
