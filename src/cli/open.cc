@@ -20,11 +20,38 @@ absl::StatusOr<Embedded> OpenEmbedded(const std::string& path) {
   auto queue = SqliteQueue::Open(e.db, Clock::Real());
   if (!queue.ok()) return queue.status();
   e.queue = *std::move(queue);
-  auto engine = Engine::Open(e.store.get(), EngineOptions{});
+  EngineOptions eo;
+  auto mode = StoredRelayMode(e.store.get());
+  if (!mode.ok()) return mode.status();
+  eo.write_outbox_rows = *mode == "poll";
+  auto engine = Engine::Open(e.store.get(), eo);
   if (!engine.ok()) return engine.status();
   e.engine = *std::move(engine);
   if (auto s = e.engine->EnsureTables(); !s.ok()) return s;
   return e;
+}
+
+absl::StatusOr<std::string> StoredRelayMode(Store* store) {
+  GetRequest g;
+  g.table = EngineOptions{}.relay_state_table;
+  g.key = Item{{"pk", Value::S("SETTINGS")}, {"sk", Value::S("RELAY_MODE")}};
+  g.consistent_read = true;
+  auto r = store->GetItem(g);
+  if (!r.ok()) {
+    if (r.status().code() == absl::StatusCode::kNotFound) return std::string();  // no table yet
+    return r.status();
+  }
+  if (!*r) return std::string();
+  auto it = (*r)->find("mode");
+  return it != (*r)->end() && it->second.is(Type::S) ? it->second.s() : std::string();
+}
+
+absl::Status StoreRelayMode(Store* store, const std::string& mode) {
+  PutRequest p;
+  p.table = EngineOptions{}.relay_state_table;
+  p.item = Item{{"pk", Value::S("SETTINGS")}, {"sk", Value::S("RELAY_MODE")}, {"mode", Value::S(mode)}};
+  auto r = store->PutItem(p);
+  return r.ok() ? absl::OkStatus() : r.status();
 }
 
 }  // namespace outbox::cli

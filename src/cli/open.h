@@ -19,6 +19,13 @@ struct Embedded {
 };
 
 // Opens (creating when absent) the file at `path` with the engine's tables.
+// The engine writes outbox rows when the database's relay mode is "poll".
 absl::StatusOr<Embedded> OpenEmbedded(const std::string& path);
+
+// The relay mode recorded in the database ("feed" or "poll"; "" when none is
+// recorded): item pk=SETTINGS, sk=RELAY_MODE of outbox_relay_state
+// (docs/RELAY.md "Choosing the mode").
+absl::StatusOr<std::string> StoredRelayMode(Store* store);
+absl::Status StoreRelayMode(Store* store, const std::string& mode);
 
 }  // namespace outbox::cli
