@@ -1,0 +1,539 @@
+// `outbox serve` as a process (SPEC §9, docs/SERVER.md): the HTTP API with
+// auth, limits and errors; every route of docs/openapi.yaml answers; webhook
+// subscribers receive signed envelopes with idempotency keys, a 503 is
+// retried, a 400 becomes a dead letter; and a server killed with SIGKILL
+// mid-run and restarted loses nothing and has no duplicate effect at the
+// receiver (which dedups by Idempotency-Key and counts raw deliveries).
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "server/webhook.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+using json = nlohmann::json;
+using outbox::testing_support::TempDir;
+using ::testing::HasSubstr;
+
+const char* Bin() {
+  const char* bin = std::getenv("OUTBOX_BIN");
+  EXPECT_NE(bin, nullptr) << "OUTBOX_BIN not set (run through ctest)";
+  return bin;
+}
+
+// A running `outbox serve`; stdout's first line gives the port.
+class ServeProcess {
+ public:
+  ServeProcess(const std::string& config, const std::string& log) {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], 1);
+      int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (err >= 0) dup2(err, 2);
+      close(fds[0]);
+      execl(Bin(), Bin(), "serve", "--config", config.c_str(), "--listen", "127.0.0.1:0",
+            (char*)nullptr);
+      _exit(127);
+    }
+    close(fds[1]);
+    out_ = fdopen(fds[0], "r");
+    char line[512];
+    if (fgets(line, sizeof line, out_) != nullptr) {
+      std::cmatch m;
+      if (std::regex_search(line, m, std::regex(R"(http://127\.0\.0\.1:(\d+))")))
+        port_ = std::stoi(m[1]);
+    }
+  }
+  ~ServeProcess() {
+    if (pid_ > 0 && !reaped_) Kill(SIGKILL);
+    if (out_) fclose(out_);
+  }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  // Sends `sig` and waits; returns the exit code (or 128+signal).
+  int Kill(int sig) {
+    kill(pid_, sig);
+    int st = 0;
+    waitpid(pid_, &st, 0);
+    reaped_ = true;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* out_ = nullptr;
+  int port_ = 0;
+  bool reaped_ = false;
+};
+
+// A webhook receiver: per path an answer policy; dedup by Idempotency-Key.
+class Receiver {
+ public:
+  explicit Receiver(std::string secret) : secret_(std::move(secret)) {
+    server_.Post(R"(/hook/(\w+))", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string sub = req.matches[1];
+      const std::string key = req.get_header_value("Idempotency-Key");
+      const int64_t ts = std::atoll(req.get_header_value("Outbox-Timestamp").c_str());
+      std::lock_guard<std::mutex> l(mu_);
+      ++raw_[sub];
+      if (!outbox::server::VerifyWebhookSignature(secret_, ts, req.body,
+                                                  req.get_header_value("Outbox-Signature"))) {
+        ++bad_signatures_;
+      }
+      json body = json::parse(req.body, nullptr, false);
+      if (body.is_discarded() || key != body.value("id", "") + ":" + sub) ++bad_keys_;
+      attempts_[key].push_back(std::atoi(req.get_header_value("Outbox-Attempt").c_str()));
+      int status = 200;
+      auto pol = policy_.find(sub);
+      if (pol != policy_.end()) status = pol->second(key, static_cast<int>(attempts_[key].size()));
+      res.status = status;
+      if (status >= 200 && status < 300) {
+        if (!done_[sub].insert(key).second) ++duplicate_effects_[sub];
+        ids_[sub].insert(body.value("id", ""));
+      }
+      res.set_content("{}", "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~Receiver() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string Url(const std::string& sub) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/hook/" + sub;
+  }
+  // policy(key, nth delivery of this key) -> HTTP status
+  void SetPolicy(const std::string& sub, std::function<int(const std::string&, int)> p) {
+    std::lock_guard<std::mutex> l(mu_);
+    policy_[sub] = std::move(p);
+  }
+  int Raw(const std::string& sub) {
+    std::lock_guard<std::mutex> l(mu_);
+    return raw_[sub];
+  }
+  int Unique(const std::string& sub) {
+    std::lock_guard<std::mutex> l(mu_);
+    return static_cast<int>(done_[sub].size());
+  }
+  int DuplicateEffects(const std::string& sub) {
+    std::lock_guard<std::mutex> l(mu_);
+    return duplicate_effects_[sub];
+  }
+  std::set<std::string> Ids(const std::string& sub) {
+    std::lock_guard<std::mutex> l(mu_);
+    return ids_[sub];
+  }
+  std::vector<int> Attempts(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    return attempts_[key];
+  }
+  int bad_signatures() {
+    std::lock_guard<std::mutex> l(mu_);
+    return bad_signatures_;
+  }
+  int bad_keys() {
+    std::lock_guard<std::mutex> l(mu_);
+    return bad_keys_;
+  }
+
+ private:
+  std::string secret_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::map<std::string, std::function<int(const std::string&, int)>> policy_;
+  std::map<std::string, int> raw_, duplicate_effects_;
+  std::map<std::string, std::set<std::string>> done_, ids_;
+  std::map<std::string, std::vector<int>> attempts_;
+  int bad_signatures_ = 0, bad_keys_ = 0;
+};
+
+// Polls `pred` every 20 ms for up to `secs` real seconds (the daemon runs on real time).
+template <class F>
+bool WaitFor(F pred, double secs) {
+  auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(secs * 1000));
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
+constexpr const char* kToken = "e2e-token-123";
+constexpr const char* kSecret = "whsec_e2e";
+
+class Serve : public ::testing::Test {
+ protected:
+  std::string WriteConfig(const std::string& subs, const std::string& extra = "") {
+    std::string path = dir_.file("outbox.toml");
+    std::ofstream(path) << "[store]\npath = \"" << dir_.file("outbox.db") << "\"\n"
+                        << "[queue]\nvisibility_timeout_seconds = 4\nmax_receive_count = 10\n"
+                        << "[worker]\nthreads = 4\nlease_seconds = 3\nhandler_timeout_seconds = 2\n"
+                        << "[ops]\ntoken = \"" << kToken << "\"\nmax_body_bytes = 65536\n"
+                        << extra << R"(
+[[event_types]]
+type = "com.order_placed"
+producer = "shop"
+)" << subs;
+    return path;
+  }
+  std::string Hook(const std::string& name, const std::string& url,
+                   const std::string& glob = "com.order_placed") {
+    return "\n[[subscriptions]]\nname = \"" + name + "\"\nglob = \"" + glob +
+           "\"\nlane = \"DURABLE\"\nmax_attempts = 10\nwebhook = \"" + url + "\"\nsecret = \"" +
+           kSecret + "\"\nwebhook_timeout_seconds = 1\n";
+  }
+  static httplib::Client Client(int port, bool auth = true) {
+    httplib::Client c("127.0.0.1", port);
+    if (auth) c.set_bearer_token_auth(kToken);
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+  static json Emit(httplib::Client& c, const json& body, int* status) {
+    auto r = c.Post("/v1/events", body.dump(), "application/json");
+    *status = r ? r->status : 0;
+    return r ? json::parse(r->body, nullptr, false) : json();
+  }
+  std::string Log() {
+    std::ifstream in(dir_.file("serve.log"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  TempDir dir_;
+};
+
+TEST_F(Serve, ApiAuthErrorsAndLimits) {
+  std::string cfg =
+      WriteConfig(R"(
+[[subscriptions]]
+name = "audit"
+glob = "com.*"
+lane = "DURABLE"
+)",
+                  "[records]\ntables = [\"orders\"]\n");  // an entity table for the extra writes
+  ServeProcess p(cfg, dir_.file("serve.log"));
+  ASSERT_GT(p.port(), 0) << Log();
+  auto anon = Client(p.port(), false);
+  auto c = Client(p.port());
+
+  auto h = anon.Get("/healthz");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = anon.Get("/readyz");
+        return r && r->status == 200;
+      },
+      10));
+
+  // Auth on /v1.
+  auto r =
+      anon.Post("/v1/events", R"({"tenant":"t1","type":"com.order_placed"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  httplib::Client wrong("127.0.0.1", p.port());
+  wrong.set_bearer_token_auth("e2e-token-124");
+  r = wrong.Get("/v1/tenants/t1/events");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+
+  // Emit.
+  int st = 0;
+  json e1 = Emit(c,
+                 {{"tenant", "t1"},
+                  {"type", "com.order_placed"},
+                  {"payload", {{"order", "o-1"}, {"amount", 12.5}}},
+                  {"correlation_id", "corr-1"},
+                  {"actor", "alice"}},
+                 &st);
+  ASSERT_EQ(st, 201) << e1.dump();
+  EXPECT_EQ(e1["seq"], 1);
+  EXPECT_EQ(e1["tenant"], "t1");
+  EXPECT_EQ(e1["correlation_id"], "corr-1");
+  EXPECT_EQ(e1["actor"], "alice");
+  EXPECT_EQ(e1["payload"]["order"], "o-1");
+  EXPECT_EQ(e1["hash"].get<std::string>().size(), 64u);
+
+  // Extra writes in DynamoDB JSON; a failing caller condition is 409 naming the write.
+  json put = {{"Put",
+               {{"TableName", "no_such_table"},
+                {"Item", {{"pk", {{"S", "order#o-2"}}}, {"sk", {{"S", "ORDER"}}}}}}}};
+  json order = {
+      {"Put",
+       {{"TableName", "orders"},
+        {"Item",
+         {{"pk", {{"S", "ORDER#o-2"}}}, {"sk", {{"S", "ORDER"}}}, {"status", {{"S", "PLACED"}}}}},
+        {"ConditionExpression", "attribute_not_exists(pk)"}}}};
+  json e2 = Emit(
+      c, {{"tenant", "t1"}, {"type", "com.order_placed"}, {"writes", json::array({order})}}, &st);
+  ASSERT_EQ(st, 201) << e2.dump();
+  EXPECT_EQ(e2["seq"], 2);
+  json conflict = Emit(
+      c, {{"tenant", "t1"}, {"type", "com.order_placed"}, {"writes", json::array({order})}}, &st);
+  EXPECT_EQ(st, 409) << conflict.dump();
+  EXPECT_THAT(conflict["error"]["message"].get<std::string>(), HasSubstr("orders"));
+  EXPECT_THAT(conflict["error"]["message"].get<std::string>(), HasSubstr("ORDER#o-2"));
+  json missing_table = Emit(
+      c, {{"tenant", "t1"}, {"type", "com.order_placed"}, {"writes", json::array({put})}}, &st);
+  EXPECT_GE(st, 400) << missing_table.dump();
+  EXPECT_LT(st, 500) << missing_table.dump();
+
+  // 400 with the field.
+  struct Bad {
+    json body;
+    std::string field;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {{{"type", "com.order_placed"}}, "tenant"},
+           {{{"tenant", "t1"}}, "type"},
+           {{{"tenant", "t 1"}, {"type", "com.order_placed"}}, "tenant"},
+           {{{"tenant", "t1"}, {"type", "com.order_placed"}, {"payload", "x"}}, "payload"},
+           {{{"tenant", "t1"}, {"type", "com.order_placed"}, {"colour", "red"}}, "colour"},
+           {{{"tenant", "t1"}, {"type", "com.unknown"}}, "type"},
+           {{{"tenant", "t1"},
+             {"type", "com.order_placed"},
+             {"writes", json::array({{{"Frob", {}}}})}},
+            "writes"},
+       }) {
+    json err = Emit(c, b.body, &st);
+    EXPECT_EQ(st, 400) << b.body.dump() << " -> " << err.dump();
+    EXPECT_EQ(err["error"].value("field", ""), b.field) << b.body.dump() << " -> " << err.dump();
+  }
+  r = c.Post("/v1/events", "{not json", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("\"field\":\"body\""));
+
+  // 413 over the body limit (ops.max_body_bytes = 65536).
+  json big = {{"tenant", "t1"},
+              {"type", "com.order_placed"},
+              {"payload", {{"blob", std::string(70000, 'x')}}}};
+  r = c.Post("/v1/events", big.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+
+  // Idempotency token: a retried emit returns the first event.
+  json a = Emit(c, {{"tenant", "t2"}, {"type", "com.order_placed"}, {"idempotency_token", "tok-1"}},
+                &st);
+  ASSERT_EQ(st, 201);
+  json b = Emit(c, {{"tenant", "t2"}, {"type", "com.order_placed"}, {"idempotency_token", "tok-1"}},
+                &st);
+  ASSERT_EQ(st, 201);
+  EXPECT_EQ(a["id"], b["id"]);
+
+  // Reading the log.
+  r = c.Get("/v1/tenants/t1/events?from=1&limit=1");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json page = json::parse(r->body);
+  ASSERT_EQ(page["events"].size(), 1u);
+  EXPECT_EQ(page["events"][0]["id"], e1["id"]);
+  EXPECT_EQ(page["next_from"], 2);
+  r = c.Get("/v1/tenants/t1/events?from=2");
+  json rest = json::parse(r->body);
+  ASSERT_EQ(rest["events"].size(), 1u);
+  EXPECT_EQ(rest["events"][0]["id"], e2["id"]);
+  EXPECT_TRUE(rest["next_from"].is_null());
+  r = c.Get("/v1/tenants/t1/events?limit=0");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("\"field\":\"limit\""));
+
+  // Graceful stop.
+  EXPECT_EQ(p.Kill(SIGTERM), 0);
+  EXPECT_THAT(Log(), HasSubstr("serve: stopped"));
+}
+
+TEST_F(Serve, EveryOpenApiRouteAnswers) {
+  std::ifstream in(std::string(OUTBOX_SOURCE_DIR) + "/docs/openapi.yaml");
+  ASSERT_TRUE(in) << "docs/openapi.yaml missing";
+  std::vector<std::pair<std::string, std::string>> routes;  // method, path
+  std::string line, path;
+  bool in_paths = false;
+  std::regex path_re(R"(^  (/[^:]*):\s*$)"), method_re(R"(^    (get|post|put|delete|patch):\s*$)");
+  while (std::getline(in, line)) {
+    if (line.rfind("paths:", 0) == 0) {
+      in_paths = true;
+      continue;
+    }
+    if (in_paths && !line.empty() && line[0] != ' ' && line[0] != '#') in_paths = false;
+    if (!in_paths) continue;
+    std::smatch m;
+    if (std::regex_match(line, m, path_re))
+      path = m[1];
+    else if (std::regex_match(line, m, method_re))
+      routes.emplace_back(m[1], path);
+  }
+  ASSERT_GE(routes.size(), 4u);
+  std::string cfg = WriteConfig("");
+  ServeProcess p(cfg, dir_.file("serve.log"));
+  ASSERT_GT(p.port(), 0) << Log();
+  auto c = Client(p.port());
+  for (auto [method, route] : routes) {
+    std::string url = std::regex_replace(route, std::regex(R"(\{tenant\})"), "t1");
+    httplib::Result r =
+        method == "get" ? c.Get(url.c_str()) : c.Post(url.c_str(), "{}", "application/json");
+    ASSERT_TRUE(r) << method << " " << route;
+    EXPECT_NE(r->status, 404) << method << " " << route
+                              << " is in docs/openapi.yaml but the server has no route";
+    EXPECT_NE(r->status, 405) << method << " " << route;
+    EXPECT_LT(r->status, 500) << method << " " << route << ": " << r->body;
+  }
+}
+
+TEST_F(Serve, WebhooksSignedRetriedAndDeadLettered) {
+  Receiver rx(kSecret);
+  rx.SetPolicy("flaky", [](const std::string&, int nth) { return nth == 1 ? 503 : 200; });
+  rx.SetPolicy("broken", [](const std::string&, int) { return 400; });
+  std::string cfg = WriteConfig(Hook("ok", rx.Url("ok")) + Hook("flaky", rx.Url("flaky")) +
+                                Hook("broken", rx.Url("broken")));
+  ServeProcess p(cfg, dir_.file("serve.log"));
+  ASSERT_GT(p.port(), 0) << Log();
+  auto c = Client(p.port());
+  const int kEvents = 5;
+  std::vector<std::string> ids;
+  for (int i = 0; i < kEvents; ++i) {
+    int st = 0;
+    json e = Emit(c,
+                  {{"tenant", "h" + std::to_string(i % 2)},
+                   {"type", "com.order_placed"},
+                   {"payload", {{"order", "o-" + std::to_string(i)}}}},
+                  &st);
+    ASSERT_EQ(st, 201) << e.dump();
+    ids.push_back(e["id"]);
+  }
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return rx.Unique("ok") == kEvents && rx.Unique("flaky") == kEvents &&
+               rx.Raw("broken") >= kEvents;
+      },
+      30))
+      << "ok " << rx.Unique("ok") << " flaky " << rx.Unique("flaky") << " broken "
+      << rx.Raw("broken") << "\n"
+      << Log();
+  EXPECT_EQ(rx.Raw("ok"), kEvents);
+  EXPECT_EQ(rx.Raw("flaky"), 2 * kEvents);  // 503 once, then success
+  EXPECT_EQ(rx.bad_signatures(), 0);
+  EXPECT_EQ(rx.bad_keys(), 0);
+  EXPECT_EQ(rx.Attempts(ids[0] + ":flaky"), (std::vector<int>{1, 2}));
+  EXPECT_EQ(rx.Attempts(ids[0] + ":ok"), (std::vector<int>{1}));
+  // The terminal 400 is not retried: one delivery per event, then a dead letter.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::string out;
+        FILE* f = popen(
+            (std::string(Bin()) + " ddb Query --db " + dir_.file("outbox.db") +
+             " --input '{\"TableName\":\"outbox_dead_letters\",\"KeyConditionExpression\":\"pk = "
+             ":p\","
+             "\"ExpressionAttributeValues\":{\":p\":{\"S\":\"TENANT#h0#DEAD\"}}}' 2>/dev/null")
+                .c_str(),
+            "r");
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+        pclose(f);
+        json j = json::parse(out, nullptr, false);
+        return !j.is_discarded() && j.value("Count", 0) == 3;  // h0 has events 0, 2, 4
+      },
+      15));
+  EXPECT_EQ(rx.Raw("broken"), kEvents);
+  EXPECT_EQ(p.Kill(SIGTERM), 0);
+}
+
+TEST_F(Serve, KillNineMidRunLosesNothingAndDuplicatesNoEffect) {
+  Receiver rx(kSecret);
+  std::string cfg = WriteConfig(Hook("ship", rx.Url("ship")) + Hook("mail", rx.Url("mail")));
+  auto server = std::make_unique<ServeProcess>(cfg, dir_.file("serve.log"));
+  ASSERT_GT(server->port(), 0) << Log();
+  std::atomic<int> port{server->port()};
+  const int kEvents = 300;
+  std::mutex mu;
+  std::set<std::string> emitted;
+  std::atomic<int> done{0};
+  std::atomic<int> client_retries{0};
+  std::thread emitter([&] {
+    for (int i = 0; i < kEvents; ++i) {
+      json body = {{"tenant", "h" + std::to_string(i % 7)},
+                   {"type", "com.order_placed"},
+                   {"payload", {{"n", i}}},
+                   {"idempotency_token", "emit-" + std::to_string(i)}};
+      for (int attempt = 0; attempt < 500; ++attempt) {
+        auto c = Client(port.load());
+        int st = 0;
+        json e = Emit(c, body, &st);
+        if (st == 201) {
+          std::lock_guard<std::mutex> l(mu);
+          emitted.insert(e["id"].get<std::string>());
+          break;
+        }
+        ++client_retries;  // connection refused while the server is down: same token again
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      ++done;
+    }
+  });
+  ASSERT_TRUE(WaitFor([&] { return done.load() >= 100 && rx.Raw("ship") > 20; }, 30));
+  EXPECT_EQ(server->Kill(SIGKILL), 128 + SIGKILL);
+  server = std::make_unique<ServeProcess>(cfg, dir_.file("serve.log"));
+  ASSERT_GT(server->port(), 0) << Log();
+  port = server->port();
+  emitter.join();
+  ASSERT_EQ(done.load(), kEvents);
+  ASSERT_EQ(emitted.size(), static_cast<size_t>(kEvents))
+      << "an idempotent retry emitted a second event";
+  ASSERT_TRUE(
+      WaitFor([&] { return rx.Unique("ship") == kEvents && rx.Unique("mail") == kEvents; }, 60))
+      << "ship " << rx.Unique("ship") << " mail " << rx.Unique("mail");
+  EXPECT_EQ(rx.Ids("ship"), emitted);  // nothing lost, nothing foreign
+  EXPECT_EQ(rx.Ids("mail"), emitted);
+  EXPECT_EQ(rx.bad_signatures(), 0);
+  // Report: effects (dedup by Idempotency-Key) vs raw deliveries.
+  std::printf(
+      "kill -9 run: %d events; ship: %d effects, %d raw deliveries; mail: %d effects, %d raw "
+      "deliveries; "
+      "client retries while down: %d\n",
+      kEvents, rx.Unique("ship"), rx.Raw("ship"), rx.Unique("mail"), rx.Raw("mail"),
+      client_retries.load());
+  EXPECT_EQ(rx.DuplicateEffects("ship") + rx.DuplicateEffects("mail"),
+            rx.Raw("ship") + rx.Raw("mail") - 2 * kEvents);
+  // The log is whole: seqs 1..n per tenant with an intact chain.
+  EXPECT_EQ(server->Kill(SIGTERM), 0);
+  FILE* f = popen(
+      (std::string(Bin()) + " verify-chain --db " + dir_.file("outbox.db") + " -o json 2>/dev/null")
+          .c_str(),
+      "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  int status = pclose(f);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+}
+
+}  // namespace
