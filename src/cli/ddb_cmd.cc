@@ -1,5 +1,7 @@
 // `outbox ddb OPERATION --db PATH --input JSON|@FILE|-`: one DynamoDB API call
-// (JSON 1.0 body in, DynamoDB's response body out) against the embedded store.
+// (JSON 1.0 body in, DynamoDB's response body out) against the embedded store,
+// or with `--store dynamodb [--endpoint URL] [--region R]` against DynamoDB
+// itself (any operation, sent as is, SigV4-signed, retried per src/aws/retry.h).
 #include <algorithm>
 #include <fstream>
 #include <iostream>
@@ -9,6 +11,7 @@
 #include <string>
 
 #include "cli/registry.h"
+#include "cli/store_flags.h"
 #include "ddbapi/ddbapi.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -25,6 +28,7 @@ struct DdbArgs {
   std::string operation;
   std::string db;
   std::string input = "{}";
+  StoreFlags store;
 };
 
 void PrintJson(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
@@ -47,12 +51,49 @@ bool ReadInput(const std::string& input, std::string* text) {
   return true;
 }
 
+// Sends the body to DynamoDB as is; DynamoDB's answer (or error object) is printed.
+int RunRemote(const DdbArgs& a, const std::string& text) {
+  nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) {
+    PrintJson(ddbapi::ErrorToJson(DdbError(ddb_error::kSerialization, "Request body is not valid JSON")));
+    return kExitFailed;
+  }
+  auto o = DynamoDbClientOptions(a.store);
+  if (!o.ok()) {
+    std::cerr << "error: " << std::string(o.status().message()) << "\n";
+    return kExitUnavailable;
+  }
+  auto client = aws::JsonClient::Create(*std::move(o));
+  if (!client.ok()) {
+    std::cerr << "error: " << std::string(client.status().message()) << "\n";
+    return kExitUsage;
+  }
+  auto res = (*client)->Call(a.operation, body);
+  if (!res.ok()) {
+    // Transport failures (no DynamoDB error name): the endpoint is unreachable.
+    if (!res.status().GetPayload("outbox/ddb-error").has_value() &&
+        (absl::IsUnavailable(res.status()) || absl::IsDeadlineExceeded(res.status()))) {
+      std::cerr << "error: " << std::string(res.status().message()) << "\n";
+      return kExitUnavailable;
+    }
+    PrintJson(ddbapi::ErrorToJson(res.status()));
+    return kExitFailed;
+  }
+  PrintJson(*res);
+  return kExitOk;
+}
+
 int Run(const DdbArgs& a) {
   std::string text;
   if (!ReadInput(a.input, &text)) {
     std::cerr << "error: cannot read input file " << a.input.substr(1) << "\n";
     return kExitUsage;
   }
+  if (auto s = CheckStoreFlags(a.store, a.db); !s.ok()) {
+    std::cerr << "error: " << std::string(s.message()) << "\n";
+    return kExitUsage;
+  }
+  if (a.store.dynamodb()) return RunRemote(a, text);
   const auto& ops = ddbapi::Operations();
   if (std::find(ops.begin(), ops.end(), a.operation) == ops.end()) {
     PrintJson(ddbapi::ErrorToJson(DdbError(
@@ -93,7 +134,8 @@ void AddDdb(CLI::App& app) {
   auto args = std::make_shared<DdbArgs>();
   auto* sub = app.add_subcommand("ddb", "Run one DynamoDB API operation (JSON 1.0 body) on the embedded store");
   sub->add_option("operation", args->operation, "DynamoDB operation, e.g. PutItem")->required();
-  sub->add_option("--db", args->db, "SQLite database file (created if missing)")->required();
+  sub->add_option("--db", args->db, "SQLite database file (created if missing; --store sqlite)");
+  AddStoreFlags(sub, &args->store);
   sub->add_option("-i,--input", args->input,
                   "Request body: inline JSON, @FILE, or - for standard input (default: {})")
       ->capture_default_str();
@@ -102,6 +144,8 @@ void AddDdb(CLI::App& app) {
       "Prints DynamoDB's response body (2-space JSON) and exits 0. On an error prints\n"
       "DynamoDB's error object ({{\"__type\":…,\"message\":…}}) to stdout and exits 1;\n"
       "bad usage or an unreadable input file exits 2; a database that cannot be opened exits 3.\n"
+      "With --store dynamodb the body goes to DynamoDB (any operation; credentials from the AWS\n"
+      "environment variables or ~/.aws files); an unreachable endpoint exits 3.\n"
       "Example: outbox ddb GetItem --db app.db --input '{{\"TableName\":\"t\",\"Key\":{{\"pk\":{{\"S\":\"a\"}}}}}}'",
       fmt::join(ddbapi::Operations(), ", ")));
   sub->callback([args] { ExitCode() = Run(*args); });

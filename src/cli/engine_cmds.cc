@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/registry.h"
+#include "cli/store_flags.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "outbox/ddb_json.h"
@@ -18,7 +19,7 @@ namespace {
 
 struct Opened {
   std::shared_ptr<sqlite::Database> db;
-  std::unique_ptr<SqliteStore> store;
+  std::unique_ptr<Store> store;  // SqliteStore or DynamoDbStore (--store)
   std::unique_ptr<Engine> engine;
 };
 
@@ -33,8 +34,21 @@ int CodeFor(const absl::Status& s) {
 
 // Opens the file, the store and the engine and ensures the tables; nullopt
 // (with the exit code set) on failure.
-std::optional<Opened> Open(const std::string& path) {
+std::optional<Opened> Open(const std::string& path, const StoreFlags& flags) {
   Opened o;
+  if (auto s = CheckStoreFlags(flags, path); !s.ok()) return Report(s, kExitUsage), std::nullopt;
+  if (flags.dynamodb()) {
+    auto store = OpenDynamoDbStore(flags);
+    if (!store.ok()) return Report(store.status(), kExitUnavailable), std::nullopt;
+    o.store = *std::move(store);
+  }
+  if (o.store) {
+    auto engine = Engine::Open(o.store.get(), EngineOptions{});
+    if (!engine.ok()) return Report(engine.status(), kExitUnavailable), std::nullopt;
+    o.engine = *std::move(engine);
+    if (auto s = o.engine->EnsureTables(); !s.ok()) return Report(s, kExitUnavailable), std::nullopt;
+    return o;
+  }
   sqlite::DatabaseOptions dbo;
   dbo.path = path;
   auto db = sqlite::Database::Open(dbo);
@@ -90,9 +104,11 @@ void AddEmit(CLI::App& app) {
   struct Args {
     std::string db, tenant, type, payload = "{}", correlation_id, actor, output = "json", token;
     std::vector<std::string> puts;
+    StoreFlags store;
   };
   auto a = std::make_shared<Args>();
-  sub->add_option("--db", a->db, "SQLite database file")->required();
+  sub->add_option("--db", a->db, "SQLite database file (--store sqlite)");
+  AddStoreFlags(sub, &a->store);
   sub->add_option("--tenant", a->tenant, "Tenant id ([A-Za-z0-9_.:-]{1,128})")->required();
   sub->add_option("--type", a->type, "Event type, e.g. order.created")->required();
   sub->add_option("--payload", a->payload, "Payload: a JSON object (plain JSON)")->capture_default_str();
@@ -110,7 +126,7 @@ void AddEmit(CLI::App& app) {
       if (!w.ok()) return Report(w.status(), kExitUsage);
       extras.push_back(*std::move(w));
     }
-    auto o = Open(a->db);
+    auto o = Open(a->db, a->store);
     if (!o) return;
     EmitOptions eo;
     if (!a->token.empty()) eo.idempotency_token = a->token;
@@ -131,15 +147,17 @@ void AddLog(CLI::App& app) {
   struct Args {
     std::string db, tenant, output = "table";
     int64_t from = 1, limit = 100;
+    StoreFlags store;
   };
   auto a = std::make_shared<Args>();
-  sub->add_option("--db", a->db, "SQLite database file")->required();
+  sub->add_option("--db", a->db, "SQLite database file (--store sqlite)");
+  AddStoreFlags(sub, &a->store);
   sub->add_option("--tenant", a->tenant, "Tenant id")->required();
   sub->add_option("--from", a->from, "First seq")->capture_default_str();
   sub->add_option("--limit", a->limit, "Events at most (0: all)")->capture_default_str();
   sub->add_option("-o,--output", a->output, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
   sub->callback([a] {
-    auto o = Open(a->db);
+    auto o = Open(a->db, a->store);
     if (!o) return;
     auto log = o->engine->ReadLog(a->tenant, a->from, a->limit);
     if (!log.ok()) return Report(log.status(), CodeFor(log.status()));
@@ -160,13 +178,15 @@ void AddVerify(CLI::App& app) {
                                  "Recompute hash chains (one tenant or all); exit 0 when intact, 1 when not");
   struct Args {
     std::string db, tenant, output = "table";
+    StoreFlags store;
   };
   auto a = std::make_shared<Args>();
-  sub->add_option("--db", a->db, "SQLite database file")->required();
+  sub->add_option("--db", a->db, "SQLite database file (--store sqlite)");
+  AddStoreFlags(sub, &a->store);
   sub->add_option("--tenant", a->tenant, "Tenant id (default: every tenant)");
   sub->add_option("-o,--output", a->output, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
   sub->callback([a] {
-    auto o = Open(a->db);
+    auto o = Open(a->db, a->store);
     if (!o) return;
     std::vector<std::string> tenants;
     if (!a->tenant.empty()) {

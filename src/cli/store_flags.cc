@@ -1,0 +1,44 @@
+#include "cli/store_flags.h"
+
+#include "fmt/format.h"
+
+namespace outbox::cli {
+
+void AddStoreFlags(CLI::App* cmd, StoreFlags* f) {
+  cmd->add_option("--store", f->store, "Store backend: sqlite (--db FILE) or dynamodb")
+      ->check(CLI::IsMember({"sqlite", "dynamodb"}))
+      ->capture_default_str();
+  cmd->add_option(
+      "--endpoint", f->endpoint,
+      "DynamoDB endpoint URL, e.g. http://127.0.0.1:8000 for DynamoDB Local (--store dynamodb)");
+  cmd->add_option("--region", f->region,
+                  "AWS region (--store dynamodb; default: AWS_REGION or the profile's)");
+}
+
+absl::Status CheckStoreFlags(const StoreFlags& f, const std::string& db) {
+  if (f.dynamodb()) {
+    if (!db.empty())
+      return absl::InvalidArgumentError(
+          "--db is for --store sqlite; --store dynamodb takes --endpoint/--region");
+    return absl::OkStatus();
+  }
+  if (db.empty()) return absl::InvalidArgumentError("--db FILE is required (or --store dynamodb)");
+  if (!f.endpoint.empty() || !f.region.empty()) {
+    return absl::InvalidArgumentError("--endpoint and --region need --store dynamodb");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<aws::JsonClientOptions> DynamoDbClientOptions(const StoreFlags& f) {
+  return aws::DynamoDbOptionsFromEnvironment(f.endpoint, f.region);
+}
+
+absl::StatusOr<std::unique_ptr<DynamoDbStore>> OpenDynamoDbStore(const StoreFlags& f) {
+  auto o = DynamoDbClientOptions(f);
+  if (!o.ok()) return o.status();
+  DynamoDbStoreOptions so;
+  so.client = *std::move(o);
+  return DynamoDbStore::Open(std::move(so));
+}
+
+}  // namespace outbox::cli

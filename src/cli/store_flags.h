@@ -1,0 +1,35 @@
+// `--store sqlite|dynamodb --endpoint URL --region R` for the commands that
+// open a store. sqlite (the default) uses --db; dynamodb talks to DynamoDB (or
+// DynamoDB Local via --endpoint) with credentials from the standard AWS
+// environment variables or shared files (src/aws/config.h).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "store/dynamodb/dynamodb_store.h"
+
+namespace outbox::cli {
+
+struct StoreFlags {
+  std::string store = "sqlite";
+  std::string endpoint;  // dynamodb: override (default: AWS_ENDPOINT_URL_DYNAMODB,
+                         // AWS_ENDPOINT_URL, the region's)
+  std::string region;    // dynamodb: default AWS_REGION / AWS_DEFAULT_REGION / profile config
+  bool dynamodb() const { return store == "dynamodb"; }
+};
+
+void AddStoreFlags(CLI::App* cmd, StoreFlags* f);
+
+// InvalidArgument naming the flag: sqlite needs --db and takes no
+// --endpoint/--region; dynamodb takes no --db.
+absl::Status CheckStoreFlags(const StoreFlags& f, const std::string& db);
+
+// The DynamoDB client options (endpoint, region, credentials) for the flags;
+// NotFound when no region or credentials can be found.
+absl::StatusOr<aws::JsonClientOptions> DynamoDbClientOptions(const StoreFlags& f);
+absl::StatusOr<std::unique_ptr<DynamoDbStore>> OpenDynamoDbStore(const StoreFlags& f);
+
+}  // namespace outbox::cli
