@@ -10,9 +10,11 @@
 #include <atomic>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/registry.h"
 #include "fmt/format.h"
@@ -36,6 +38,7 @@ struct Flags {
   std::string queue = WorkerOptions{}.queue;
   int threads = WorkerOptions{}.threads;
   bool once = false;
+  std::vector<std::string> handlers;  // SUB=log|fail|fail-terminal
 };
 
 std::atomic<bool> g_stop{false};
@@ -66,12 +69,48 @@ absl::Status EnsureQueue(Queue& q, const std::string& name) {
   return q.CreateQueue(name, o);
 }
 
+// --handler SUB=KIND: a built-in handler for a subscription (operators' drills
+// and the runbook test): log (the default), fail (retryable error), fail-terminal.
+absl::StatusOr<std::map<std::string, std::string>> ParseHandlers(const std::vector<std::string>& specs) {
+  std::map<std::string, std::string> out;
+  for (const auto& spec : specs) {
+    size_t eq = spec.find('=');
+    std::string kind = eq == std::string::npos ? "" : spec.substr(eq + 1);
+    if (eq == std::string::npos || eq == 0 || (kind != "log" && kind != "fail" && kind != "fail-terminal")) {
+      return absl::InvalidArgumentError(
+          fmt::format("--handler: expected SUBSCRIPTION=log|fail|fail-terminal, got \"{}\"", spec));
+    }
+    out[spec.substr(0, eq)] = kind;
+  }
+  return out;
+}
+
+Handler BuiltinHandler(const std::string& name, const std::string& kind) {
+  if (kind == "fail") {
+    return [name](HandlerContext&, const Envelope& e) {
+      return absl::UnavailableError(fmt::format("built-in fail handler of {} (event {})", name, e.id));
+    };
+  }
+  if (kind == "fail-terminal") {
+    return [name](HandlerContext&, const Envelope& e) {
+      return TerminalError(fmt::format("built-in fail-terminal handler of {} (event {})", name, e.id));
+    };
+  }
+  return [name](HandlerContext& ctx, const Envelope& e) { return LogHandler(name, ctx, e); };
+}
+
 int Run(const Flags& f) {
   routing::Router router;
+  auto handlers = ParseHandlers(f.handlers);
+  if (!handlers.ok()) return Fail(kExitUsage, "options", handlers.status());
   if (!f.config.empty()) {
     auto cfg = LoadCatalogToml(f.config);
     if (!cfg.ok()) return Fail(kExitUsage, "config", cfg.status());
     for (Subscription sub : cfg->subscriptions) {
+      if (auto h = handlers->find(sub.name); h != handlers->end()) {
+        sub.handler = BuiltinHandler(sub.name, h->second);
+        handlers->erase(h);
+      }
       if (!sub.handler) {
         sub.handler = [name = sub.name](HandlerContext& ctx, const Envelope& e) { return LogHandler(name, ctx, e); };
       }
@@ -79,6 +118,11 @@ int Run(const Flags& f) {
     }
   } else {
     spdlog::warn("worker: no --config: every event will be counted as unmatched");
+  }
+  if (!handlers->empty()) {
+    return Fail(kExitUsage, "options",
+                absl::InvalidArgumentError(
+                    fmt::format("--handler: subscription {} is not in the config", handlers->begin()->first)));
   }
   sqlite::DatabaseOptions dbo;
   dbo.path = f.db;
@@ -133,6 +177,8 @@ void AddWorker(CLI::App& app) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   sub->add_flag("--once", f->once, "One receive and its processing, then exit");
+  sub->add_option("--handler", f->handlers,
+                  "Built-in handler for a subscription: SUB=log|fail|fail-terminal (repeatable; default log)");
   sub->callback([f] { ExitCode() = Run(*f); });
 }
 

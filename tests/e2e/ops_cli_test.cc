@@ -1,0 +1,183 @@
+// The operator's runbook with the CLI alone (docs/OPERATIONS.md): a handler
+// dead-letters events; find the dead letter, read why it died, redrive it
+// after the fix, and see it complete. Real processes (OUTBOX_BIN) on one
+// SQLite file.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+struct CmdResult {
+  int code = -1;
+  std::string out;
+};
+
+// stdout only (logs go to stderr and are dropped).
+CmdResult Outbox(const std::string& args) {
+  CmdResult r;
+  const char* bin = std::getenv("OUTBOX_BIN");
+  EXPECT_NE(bin, nullptr) << "OUTBOX_BIN not set (run through ctest)";
+  if (bin == nullptr) return r;
+  FILE* p = popen((std::string(bin) + " " + args + " 2>/dev/null").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+nlohmann::json Json(const CmdResult& r) {
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j;
+}
+
+class OpsCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/outbox-ops-cli-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    db_ = dir_ + "/o.db";
+    config_ = dir_ + "/outbox.toml";
+    std::ofstream(config_) << R"([[event_types]]
+type = "order.placed"
+producer = "shop"
+
+[[subscriptions]]
+name = "notify-buyer"
+glob = "order.*"
+lane = "DURABLE"
+)";
+  }
+  void TearDown() override { (void)std::system(("rm -rf " + dir_).c_str()); }
+  std::string Db() const { return " --db " + db_; }
+  std::string dir_, db_, config_;
+};
+
+TEST_F(OpsCli, FindReadRedriveAndSeeItComplete) {
+  ASSERT_EQ(Outbox("emit" + Db() + " --tenant t1 --type order.placed").code, 0);
+  ASSERT_EQ(Outbox("emit" + Db() + " --tenant t1 --type order.placed").code, 0);
+  ASSERT_EQ(Outbox("relay" + Db() + " --once").code, 0);
+  // The bug: the handler fails terminally.
+  ASSERT_EQ(Outbox("worker" + Db() + " --config " + config_ +
+                   " --once --handler notify-buyer=fail-terminal")
+                .code,
+            0);
+
+  // status says something is wrong.
+  CmdResult st = Outbox("status" + Db() + " --config " + config_ + " -o json");
+  EXPECT_EQ(st.code, 1) << st.out;
+  nlohmann::json sj = Json(st);
+  EXPECT_EQ(sj["dead_letters"], 2);
+  EXPECT_EQ(sj["healthy"], false);
+  EXPECT_EQ(sj["chain_intact"], true);
+  ASSERT_EQ(sj["inbox"].size(), 1u);
+  EXPECT_EQ(sj["inbox"][0]["dead"], 2);
+
+  // Find the dead letters.
+  CmdResult list = Outbox("dead-letters list" + Db() + " -o json");
+  ASSERT_EQ(list.code, 0);
+  nlohmann::json lj = Json(list);
+  ASSERT_EQ(lj.size(), 2u);
+  const std::string id = lj[0]["id"];
+  const std::string event_id = lj[0]["event_id"];
+  EXPECT_EQ(lj[0]["subscription"], "notify-buyer");
+  CmdResult count = Outbox("dead-letters count" + Db());
+  EXPECT_EQ(count.code, 0);
+  EXPECT_EQ(count.out, "2\n");
+  CmdResult table = Outbox("dead-letters list" + Db());
+  EXPECT_NE(table.out.find(id), std::string::npos) << table.out;
+
+  // Read why it died.
+  CmdResult show = Outbox("dead-letters show " + id + Db() + " -o json");
+  ASSERT_EQ(show.code, 0) << show.out;
+  nlohmann::json dj = Json(show);
+  EXPECT_NE(dj["error"].get<std::string>().find("fail-terminal handler of notify-buyer"),
+            std::string::npos)
+      << dj;
+  EXPECT_EQ(dj["terminal"], true);
+  EXPECT_EQ(dj["inbox"]["status"], "DEAD");
+  EXPECT_EQ(dj["envelope"]["id"], event_id);
+
+  // Redrive needs a selection (or --all); the dry run changes nothing.
+  EXPECT_EQ(Outbox("redrive" + Db()).code, 2);
+  CmdResult dry = Outbox("redrive --all --dry-run" + Db() + " -o json");
+  ASSERT_EQ(dry.code, 0);
+  EXPECT_EQ(Json(dry)["selected"], 2);
+  EXPECT_EQ(Json(dry)["reset"], 0);
+  EXPECT_EQ(Outbox("dead-letters count" + Db()).out, "2\n");
+
+  // The fix is deployed (the log handler); redrive one event.
+  CmdResult rd = Outbox("redrive --event-id " + event_id + Db() + " -o json");
+  ASSERT_EQ(rd.code, 0) << rd.out;
+  nlohmann::json rj = Json(rd);
+  EXPECT_EQ(rj["reset"], 1);
+  EXPECT_EQ(rj["from_log"], 1);
+  CmdResult w = Outbox("worker" + Db() + " --config " + config_ + " --once");
+  ASSERT_EQ(w.code, 0);
+
+  // See it complete.
+  CmdResult in = Outbox("inbox show " + event_id + ":notify-buyer" + Db() + " -o json");
+  ASSERT_EQ(in.code, 0) << in.out;
+  nlohmann::json ij = Json(in);
+  EXPECT_EQ(ij["status"], "COMPLETED");
+  EXPECT_EQ(ij["redrives"], 1);
+  EXPECT_EQ(ij["history"][0]["status"], "DEAD");
+  nlohmann::json after = Json(Outbox("dead-letters show " + id + Db() + " -o json"));
+  EXPECT_EQ(after["state"], "REDRIVEN");
+  EXPECT_EQ(after["inbox"]["status"], "COMPLETED");
+  EXPECT_EQ(Outbox("dead-letters count" + Db()).out, "1\n");
+  EXPECT_EQ(Outbox("dead-letters count --state redriven" + Db()).out, "1\n");
+
+  // Replay of the range: the completed row skips, the dead one is left to redrive.
+  CmdResult rp = Outbox("replay --tenant t1 --subscription notify-buyer --config " + config_ +
+                        Db() + " -o json");
+  ASSERT_EQ(rp.code, 0) << rp.out;
+  nlohmann::json pj = Json(rp);
+  EXPECT_EQ(pj["events"], 2);
+  EXPECT_EQ(pj["skipped_completed"], 1);
+  EXPECT_EQ(pj["dead"], 1);
+  EXPECT_EQ(pj["enqueued"], 0);
+
+  // Redrive the rest; then everything is healthy.
+  ASSERT_EQ(Outbox("redrive --all" + Db()).code, 0);
+  ASSERT_EQ(Outbox("worker" + Db() + " --config " + config_ + " --once").code, 0);
+  CmdResult healthy = Outbox("status" + Db() + " --config " + config_ + " -o json");
+  EXPECT_EQ(healthy.code, 0) << healthy.out;
+  EXPECT_EQ(Json(healthy)["inbox"][0]["completed"], 2);
+  EXPECT_EQ(Json(Outbox("poison list" + Db() + " -o json")).size(), 0u);
+}
+
+TEST_F(OpsCli, ExitCodesAndHelp) {
+  for (const char* cmd : {"status", "dead-letters list", "dead-letters show", "dead-letters count",
+                          "poison list", "redrive", "replay", "inbox show"}) {
+    CmdResult h = Outbox(std::string(cmd) + " --help");
+    EXPECT_EQ(h.code, 0) << cmd;
+    EXPECT_NE(h.out.find("--db"), std::string::npos) << cmd;
+  }
+  EXPECT_EQ(Outbox("status --db " + dir_ + "/missing.db").code, 3);
+  ASSERT_EQ(Outbox("emit" + Db() + " --tenant t1 --type order.placed").code, 0);
+  EXPECT_EQ(Outbox("dead-letters show nope:x" + Db()).code, 1);
+  EXPECT_EQ(Outbox("dead-letters show bad" + Db()).code, 2);
+  EXPECT_EQ(Outbox("dead-letters list --since yesterday" + Db()).code, 2);
+  EXPECT_EQ(Outbox("inbox show nope:x" + Db()).code, 1);
+  EXPECT_EQ(Outbox("replay --tenant t1 --subscription x" + Db()).code, 2);  // no --config
+  EXPECT_EQ(Outbox("replay --tenant t1 --subscription x --config " + config_ + Db()).code, 2);
+  EXPECT_EQ(
+      Outbox("worker" + Db() + " --config " + config_ + " --once --handler notify-buyer=explode")
+          .code,
+      2);
+  CmdResult st = Outbox("status" + Db() + " -o json");
+  EXPECT_EQ(st.code, 0) << st.out;  // one event, nothing dead
+  EXPECT_EQ(Json(st)["events"], 1);
+}
+
+}  // namespace
