@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/open.h"
 #include "cli/registry.h"
 #include "cli/store_flags.h"
 #include "fmt/format.h"
@@ -42,24 +43,25 @@ std::optional<Opened> Open(const std::string& path, const StoreFlags& flags) {
     if (!store.ok()) return Report(store.status(), kExitUnavailable), std::nullopt;
     o.store = *std::move(store);
   }
-  if (o.store) {
-    auto engine = Engine::Open(o.store.get(), EngineOptions{});
-    if (!engine.ok()) return Report(engine.status(), kExitUnavailable), std::nullopt;
-    o.engine = *std::move(engine);
-    if (auto s = o.engine->EnsureTables(); !s.ok()) return Report(s, kExitUnavailable), std::nullopt;
-    return o;
+  if (!o.store) {
+    sqlite::DatabaseOptions dbo;
+    dbo.path = path;
+    auto db = sqlite::Database::Open(dbo);
+    if (!db.ok()) return Report(db.status(), kExitUnavailable), std::nullopt;
+    o.db = *db;
+    SqliteStoreOptions so;
+    so.sweep_interval = absl::ZeroDuration();
+    auto store = SqliteStore::Open(o.db, Clock::Real(), so);
+    if (!store.ok()) return Report(store.status(), kExitUnavailable), std::nullopt;
+    o.store = *std::move(store);
   }
-  sqlite::DatabaseOptions dbo;
-  dbo.path = path;
-  auto db = sqlite::Database::Open(dbo);
-  if (!db.ok()) return Report(db.status(), kExitUnavailable), std::nullopt;
-  o.db = *db;
-  SqliteStoreOptions so;
-  so.sweep_interval = absl::ZeroDuration();
-  auto store = SqliteStore::Open(o.db, Clock::Real(), so);
-  if (!store.ok()) return Report(store.status(), kExitUnavailable), std::nullopt;
-  o.store = *std::move(store);
-  auto engine = Engine::Open(o.store.get(), EngineOptions{});
+  // The relay mode recorded by `outbox relay --mode` decides whether emits
+  // also write outbox rows (poll mode; docs/RELAY.md).
+  EngineOptions eo;
+  auto mode = StoredRelayMode(o.store.get());
+  if (!mode.ok()) return Report(mode.status(), kExitUnavailable), std::nullopt;
+  eo.write_outbox_rows = *mode == "poll";
+  auto engine = Engine::Open(o.store.get(), eo);
   if (!engine.ok()) return Report(engine.status(), kExitUnavailable), std::nullopt;
   o.engine = *std::move(engine);
   if (auto s = o.engine->EnsureTables(); !s.ok()) return Report(s, kExitUnavailable), std::nullopt;
