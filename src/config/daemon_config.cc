@@ -205,7 +205,7 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
               if (c->relay_mode != "feed") {
                 return p.Error(
                     v, key,
-                    fmt::format("must be \"feed\" (the polling relay is not built yet), got \"{}\"",
+                    fmt::format("must be \"feed\" (outbox serve runs the change-feed relay; run `outbox relay --mode poll` as its own process for poll mode), got \"{}\"",
                                 c->relay_mode));
               }
               return absl::OkStatus();

@@ -40,7 +40,7 @@ struct DaemonConfig {
   int max_receive_count = 5;
 
   // [relay]
-  std::string relay_mode = "feed";  // feed (the polling relay is not built)
+  std::string relay_mode = "feed";  // feed only (poll mode: `outbox relay --mode poll`)
   int relay_batch = 500;
 
   // [worker]

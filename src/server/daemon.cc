@@ -24,6 +24,7 @@
 #include "outbox/worker.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "routing/router.h"
+#include "server/ops_routes.h"
 #include "server/http_util.h"
 #include "server/webhook.h"
 #include "spdlog/spdlog.h"
@@ -50,6 +51,8 @@ struct Daemon::Impl {
   std::unique_ptr<DurableWorker> worker;
   std::unique_ptr<RecordChangeConsumer> record_consumer;
   bool has_best_effort = false;
+  std::unique_ptr<ops::Ops> ops;  // /ops/* and the store/queue gauges of /metrics
+  metrics::Registry registry;     // /metrics
 
   httplib::Server http;
   std::thread listen_thread;
@@ -189,6 +192,13 @@ absl::Status Daemon::Impl::OpenAll() {
     rco.queue = cfg.records_queue;
     record_consumer = std::make_unique<RecordChangeConsumer>(queue.get(), &router, clock, rco);
   }
+  ops::OpsOptions oo;
+  oo.queue = cfg.queue;
+  ops = std::make_unique<ops::Ops>(engine.get(), store.get(), queue.get(), &router, clock, oo);
+  ops->RegisterMetrics(&registry);
+  ops::RegisterEngineMetrics(&registry, engine->metrics());
+  ops::RegisterRelayMetrics(&registry, relay->metrics());
+  ops::RegisterWorkerMetrics(&registry, worker->metrics());
   return absl::OkStatus();
 }
 
@@ -428,6 +438,7 @@ void Daemon::Impl::Routes() {
             [this](const httplib::Request& req, httplib::Response& res) { PostEvents(req, res); });
   http.Get(R"(/v1/tenants/([^/]+)/events)",
            [this](const httplib::Request& req, httplib::Response& res) { GetEvents(req, res); });
+  AddOpsRoutes(http, ops.get(), &registry);
 }
 
 // ---- lifecycle -------------------------------------------------------------------

@@ -463,6 +463,56 @@ TEST_F(Serve, WebhooksSignedRetriedAndDeadLettered) {
       },
       15));
   EXPECT_EQ(rx.Raw("broken"), kEvents);
+  EXPECT_EQ(rx.Unique("broken"), 0);
+
+  // The receiver is fixed; the operator finds the dead work and redrives it
+  // over HTTP: each dead (event, subscription) runs once more, the others not.
+  rx.SetPolicy("broken", [](const std::string&, int) { return 200; });
+  auto DeadCount = [&](const std::string& query) {
+    auto r = c.Get(("/ops/dead-letters?" + query).c_str());
+    if (!r || r->status != 200) return -1;
+    json j = json::parse(r->body, nullptr, false);
+    return j.is_discarded() ? -1 : j.value("count", -1);
+  };
+  ASSERT_TRUE(WaitFor([&] { return DeadCount("subscription=broken") == kEvents; }, 15)) << Log();
+  EXPECT_EQ(DeadCount("subscription=ok"), 0);
+  auto bad = c.Post("/ops/redrive", R"({"all":"yes"})", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  EXPECT_NE(bad->body.find("all"), std::string::npos) << bad->body;
+  auto none = c.Post("/ops/redrive", "{}", "application/json");  // no selection: refused
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 400) << none->body;
+  auto rd = c.Post("/ops/redrive", R"({"subscriptions":["broken"]})", "application/json");
+  ASSERT_TRUE(rd);
+  ASSERT_EQ(rd->status, 200) << rd->body;
+  ASSERT_TRUE(WaitFor([&] { return rx.Unique("broken") == kEvents; }, 30))
+      << "broken " << rx.Unique("broken") << "\n"
+      << Log();
+  ASSERT_TRUE(WaitFor([&] { return DeadCount("subscription=broken") == 0; }, 15)) << Log();
+  EXPECT_EQ(DeadCount("subscription=broken&state=redriven"), kEvents);
+  EXPECT_EQ(rx.Raw("broken"), 2 * kEvents);  // once dead, once after the redrive
+  EXPECT_EQ(rx.Raw("ok"), kEvents);          // completed subscriptions did not run again
+  EXPECT_EQ(rx.Raw("flaky"), 2 * kEvents);
+  EXPECT_EQ(rx.bad_signatures(), 0);
+
+  // /metrics needs the token and reports the deliveries.
+  auto anon = Client(p.port(), /*auth=*/false).Get("/metrics");
+  ASSERT_TRUE(anon);
+  EXPECT_EQ(anon->status, 401);
+  std::string metrics_text;
+  EXPECT_TRUE(WaitFor(  // the receiver answers before the worker commits the completion
+      [&] {
+        auto m = c.Get("/metrics");
+        metrics_text = m && m->status == 200 ? m->body : "";
+        return metrics_text.find("outbox_deliveries_total{subscription=\"broken\",outcome=\"completed\"} 5") !=
+               std::string::npos;
+      },
+      15))
+      << metrics_text;
+  EXPECT_NE(metrics_text.find("outbox_deliveries_total{subscription=\"broken\",outcome=\"dead\"} 5"),
+            std::string::npos)
+      << metrics_text;
   EXPECT_EQ(p.Kill(SIGTERM), 0);
 }
 
