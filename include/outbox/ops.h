@@ -159,7 +159,7 @@ struct DeadLetterRecord {
   int attempts = 0;
   bool terminal = false;  // Terminal error (vs last receive / last attempt)
   absl::Time dead_at;
-  std::string state;  // DEAD | REDRIVEN
+  std::string state;  // DEAD | REDRIVING (reset, re-enqueue pending) | REDRIVEN
   int64_t redrives = 0;
   std::optional<absl::Time> redriven_at;
   Item envelope;                  // the event row as stored
@@ -201,7 +201,7 @@ struct RedriveOptions {
 
 struct RedriveItem {
   std::string id;      // dead letter id
-  std::string action;  // redriven | would_redrive | skipped | failed
+  std::string action;  // redriven | resumed | would_redrive | skipped | failed
   std::string source;  // dlq | log (how its event was re-enqueued; "" when skipped)
   std::string detail;
 };
@@ -209,7 +209,8 @@ struct RedriveItem {
 struct RedriveResult {
   bool dry_run = false;
   int64_t selected = 0;  // dead letters matching the selection
-  int64_t reset = 0;     // inbox rows made claimable (+ dead letters marked REDRIVEN)
+  int64_t reset = 0;     // inbox rows made claimable (+ dead letters marked REDRIVING, then REDRIVEN)
+  int64_t resumed = 0;   // REDRIVING letters of an interrupted redrive, re-enqueued now
   int64_t events = 0;    // distinct events re-enqueued
   int64_t from_dlq = 0;  // ... moved from the DLQ
   int64_t from_log = 0;  // ... sent from the event log with a fresh dedup id

@@ -93,7 +93,7 @@ bool Matches(const DeadLetterFilter& f, const DeadLetterRecord& d) {
     case DeadLetterFilter::State::kDead:
       return d.state == "DEAD";
     case DeadLetterFilter::State::kRedriven:
-      return d.state == "REDRIVEN";
+      return d.state == "REDRIVEN" || d.state == "REDRIVING";
     case DeadLetterFilter::State::kAny:
       return true;
   }
@@ -258,7 +258,7 @@ nlohmann::json RedriveResult::ToJson() const {
     items_j.push_back(
         {{"id", i.id}, {"action", i.action}, {"source", i.source}, {"detail", i.detail}});
   }
-  return {{"dry_run", dry_run}, {"selected", selected}, {"reset", reset},
+  return {{"dry_run", dry_run}, {"selected", selected}, {"reset", reset}, {"resumed", resumed},
           {"events", events},   {"from_dlq", from_dlq}, {"from_log", from_log},
           {"skipped", skipped}, {"failed", failed},     {"items", items_j}};
 }
@@ -452,7 +452,7 @@ absl::StatusOr<Status> Ops::GetStatus(const StatusOptions& o) {
       const std::string state = StrAttr(i, "state");
       if (state == "DEAD")
         ++t.dead_letters;
-      else if (state == "REDRIVEN")
+      else if (state == "REDRIVEN" || state == "REDRIVING")
         ++st.dead_letters_redriven;
     }
     GetRequest g;
