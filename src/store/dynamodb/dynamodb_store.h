@@ -8,11 +8,15 @@
 // keeps the old item, and so on. Retries follow aws/retry.h (throttling, 5xx,
 // TransactionConflict, timeouts; never validation or condition failures).
 //
-// Change feed: DynamoDB Streams is a separate API (issue 7 item 4, not built
-// here). change_feed() returns a feed whose every call fails with
-// Unimplemented naming that gap; a Streams implementation plugs in through
-// DynamoDbStoreOptions::change_feed and can reuse client() (same endpoint and
-// credentials; target prefix DynamoDBStreams_20120810).
+// Change feed: change_feed() is DynamoDB Streams. Open() plugs in a StreamFeed
+// (store/dynamodb/stream_feed.h) made from the same client options (endpoint,
+// region, credentials; target prefix DynamoDBStreams_20120810) unless
+// DynamoDbStoreOptions::change_feed supplies another ChangeFeed. The feed reads
+// a table's stream, so it answers only for tables created with a stream
+// (TableSpec::stream_enabled -> StreamSpecification); on a table
+// without one it fails naming the table. The Unimplemented NoStreamsFeed in
+// dynamodb_store.cc is only the fallback of a store constructed without any
+// feed, which Open() never does.
 //
 // Client-side guard: DynamoDB Local accepts a transaction with two actions on
 // one item, real DynamoDB and the embedded store reject it with
