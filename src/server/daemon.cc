@@ -456,6 +456,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Open(config::DaemonConfig config
 
 Daemon::~Daemon() { Stop(); }
 
+httplib::Server& Daemon::http_server() { return impl_->http; }
+
 absl::Status Daemon::Start() {
   Impl& d = *impl_;
   if (d.started) return absl::FailedPreconditionError("serve: already started");

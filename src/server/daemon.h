@@ -22,6 +22,10 @@
 #include "config/daemon_config.h"
 #include "outbox/clock.h"
 
+namespace httplib {
+class Server;
+}
+
 namespace outbox::server {
 
 class Daemon {
@@ -40,6 +44,9 @@ class Daemon {
   int port() const;
   // Graceful stop; idempotent.
   void Stop();
+  // The HTTP server with every route installed (after Open; listening only
+  // after Start). For in-process request tests and the fuzz_http target.
+  httplib::Server& http_server();
 
   struct Impl;
 
