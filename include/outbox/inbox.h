@@ -54,6 +54,10 @@ struct Claim {
   int64_t token = 0;
   int attempt = 0;  // attempts after this claim (1 = first run)
   absl::Time lease_expires_at;
+  // The row was DEAD (attempts left) and its dead letter is still DEAD: a
+  // redelivered copy revived it. Pass to Complete, which resolves the letter
+  // in the same transaction.
+  bool dead_letter_open = false;
 };
 
 struct InboxRow {
@@ -65,6 +69,9 @@ struct InboxRow {
   std::string last_error;
   absl::Time lease_expires_at;
   absl::Time updated_at;
+  // Set by mark-dead, cleared by a completion (which resolves the letter) or a
+  // redrive: while set, the tenant's dead letter for this row says DEAD.
+  bool dead_letter_open = false;
 };
 
 struct DeadLetter {
@@ -73,7 +80,7 @@ struct DeadLetter {
   std::string error;
   int attempts = 0;
   absl::Time dead_at;
-  std::string state = "DEAD";  // DEAD | REDRIVEN (kept for audit)
+  std::string state = "DEAD";  // DEAD | REDRIVING | REDRIVEN | RESOLVED (kept for audit)
 };
 
 class Inbox {
@@ -90,8 +97,11 @@ class Inbox {
   // COMPLETED on condition token = mine and PENDING, together with the
   // handler's writes. FailedPrecondition "lease lost" when the token moved on
   // (nothing is written); a failing handler write cancels everything and the
-  // error names it.
-  absl::Status Complete(const InboxKey& key, int64_t token, std::vector<TransactWriteItem> writes);
+  // error names it. `resolve_dead_letter` (Claim::dead_letter_open): the same
+  // transaction marks the row's DEAD dead letter RESOLVED, so a dead letter
+  // never outlives the work it reports.
+  absl::Status Complete(const InboxKey& key, int64_t token, std::vector<TransactWriteItem> writes,
+                        bool resolve_dead_letter = false);
 
   // Retryable failure: RETRY with the error (the queue's visibility timeout
   // and receive count are the retry policy).

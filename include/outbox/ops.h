@@ -159,7 +159,7 @@ struct DeadLetterRecord {
   int attempts = 0;
   bool terminal = false;  // Terminal error (vs last receive / last attempt)
   absl::Time dead_at;
-  std::string state;  // DEAD | REDRIVING (reset, re-enqueue pending) | REDRIVEN
+  std::string state;  // DEAD | REDRIVING (reset, re-enqueue pending) | REDRIVEN | RESOLVED (completed by a redelivery)
   int64_t redrives = 0;
   std::optional<absl::Time> redriven_at;
   Item envelope;                  // the event row as stored

@@ -1,5 +1,7 @@
 #include "outbox/inbox.h"
 
+#include <algorithm>
+
 #include "fmt/format.h"
 #include "util/crash_point.h"
 
@@ -34,6 +36,8 @@ InboxRow RowFromItem(const Item& item) {
   r.last_error = ToStr(item, "last_error");
   r.lease_expires_at = absl::FromUnixMillis(ToInt(item, "lease_expires_at"));
   r.updated_at = absl::FromUnixMillis(ToInt(item, "updated_at"));
+  auto open = item.find("dead_letter_open");
+  r.dead_letter_open = open != item.end() && open->second.is(Type::BOOL) && open->second.boolean();
   return r;
 }
 
@@ -80,8 +84,8 @@ absl::Status Inbox::EnsureTables() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Claim> Inbox::TryClaim(const InboxKey& key, const std::string& owner, absl::Duration lease,
-                                      int max_attempts) {
+absl::StatusOr<Claim> Inbox::TryClaim(const InboxKey& key, const std::string& owner,
+                                      absl::Duration lease, int max_attempts) {
   if (max_attempts < 1) return absl::InvalidArgumentError("max_attempts: must be >= 1");
   if (lease <= absl::ZeroDuration()) return absl::InvalidArgumentError("lease: must be positive");
   absl::Time now = clock_->Now();
@@ -89,11 +93,13 @@ absl::StatusOr<Claim> Inbox::TryClaim(const InboxKey& key, const std::string& ow
   u.table = options_.table;
   u.key = RowKey(key);
   u.update =
-      "SET #st = :pending, lease_expires_at = :lease, attempts = if_not_exists(attempts, :zero) + :one, "
+      "SET #st = :pending, lease_expires_at = :lease, attempts = if_not_exists(attempts, :zero) + "
+      ":one, "
       "#tok = if_not_exists(#tok, :zero) + :one, #own = :owner, #ttl = :ttl, updated_at = :now_ms, "
       "event_id = :eid, subscription = :sub, tenant = :tenant";
   u.condition =
-      "attribute_not_exists(pk) OR (#st = :pending AND lease_expires_at < :now_ms) OR #st = :retry OR "
+      "attribute_not_exists(pk) OR (#st = :pending AND lease_expires_at < :now_ms) OR #st = :retry "
+      "OR "
       "(#st = :dead AND attempts < :max)";
   u.args.names = Names();
   u.args.values = {{":pending", S("PENDING")},
@@ -122,6 +128,7 @@ absl::StatusOr<Claim> Inbox::TryClaim(const InboxKey& key, const std::string& ow
     c.token = ToInt(*r->attributes, "token");
     c.attempt = static_cast<int>(ToInt(*r->attributes, "attempts"));
     c.lease_expires_at = now + lease;
+    c.dead_letter_open = RowFromItem(*r->attributes).dead_letter_open;
     OUTBOX_CRASH_POINT("worker.after_claim");
     return c;
   }
@@ -133,48 +140,89 @@ absl::StatusOr<Claim> Inbox::TryClaim(const InboxKey& key, const std::string& ow
   c.attempt = row.attempts;
   c.lease_expires_at = row.lease_expires_at;
   switch (row.status) {
-    case InboxStatus::kCompleted: c.outcome = Claim::Outcome::kCompleted; break;
-    case InboxStatus::kPending: c.outcome = Claim::Outcome::kBusy; break;
-    default: c.outcome = Claim::Outcome::kExhausted; break;
+    case InboxStatus::kCompleted:
+      c.outcome = Claim::Outcome::kCompleted;
+      break;
+    case InboxStatus::kPending:
+      c.outcome = Claim::Outcome::kBusy;
+      break;
+    default:
+      c.outcome = Claim::Outcome::kExhausted;
+      break;
   }
   return c;
 }
 
-absl::Status Inbox::Complete(const InboxKey& key, int64_t token, std::vector<TransactWriteItem> writes) {
-  if (writes.size() + 1 > static_cast<size_t>(kMaxTransactItems)) {
+absl::Status Inbox::Complete(const InboxKey& key, int64_t token,
+                             std::vector<TransactWriteItem> writes, bool resolve_dead_letter) {
+  const size_t max_writes = static_cast<size_t>(kMaxTransactItems) - (resolve_dead_letter ? 2 : 1);
+  if (writes.size() > max_writes) {
     return absl::InvalidArgumentError(fmt::format(
-        "handler writes: at most {} per completion, got {}", kMaxTransactItems - 1, writes.size()));
+        "handler writes: at most {} per completion, got {}", max_writes, writes.size()));
   }
+  const int64_t now_ms = clock_->NowMillis();
   TransactWriteRequest req;
   TransactWriteItem done;
   done.kind = TransactWriteItem::Kind::kUpdate;
   done.table = options_.table;
   done.item = RowKey(key);
-  done.update = "SET #st = :completed, updated_at = :now_ms REMOVE lease_expires_at";
+  done.update =
+      resolve_dead_letter
+          ? "SET #st = :completed, updated_at = :now_ms REMOVE lease_expires_at, dead_letter_open"
+          : "SET #st = :completed, updated_at = :now_ms REMOVE lease_expires_at";
   done.condition = "#tok = :mine AND #st = :pending";
   done.args.names = {{"#st", "status"}, {"#tok", "token"}};
   done.args.values = {{":completed", S("COMPLETED")},
                       {":pending", S("PENDING")},
                       {":mine", N(token)},
-                      {":now_ms", N(clock_->NowMillis())}};
+                      {":now_ms", N(now_ms)}};
   req.items.push_back(std::move(done));
   for (auto& w : writes) req.items.push_back(std::move(w));
+  const size_t letter_index = req.items.size();
+  if (resolve_dead_letter) {
+    // The revived row's dead letter: DEAD -> RESOLVED, last so the handler's
+    // writes keep their indexes in cancellation reasons.
+    TransactWriteItem letter;
+    letter.kind = TransactWriteItem::Kind::kUpdate;
+    letter.table = options_.dead_letters_table;
+    letter.item = DeadLetterKey(key);
+    letter.update = "SET #state = :resolved, resolved_at = :now_ms";
+    letter.condition = "#state = :dead";
+    letter.args.names = {{"#state", "state"}};
+    letter.args.values = {
+        {":resolved", S("RESOLVED")}, {":dead", S("DEAD")}, {":now_ms", N(now_ms)}};
+    req.items.push_back(std::move(letter));
+  }
   OUTBOX_CRASH_POINT("worker.after_handler_before_complete");
   absl::Status s = store_->TransactWriteItems(req);
+  auto reasons = s.ok() || DdbErrorName(s) != ddb_error::kTransactionCanceled
+                     ? std::vector<CancellationReason>{}
+                     : CancellationReasons(s);
+  if (resolve_dead_letter && reasons.size() > letter_index &&
+      reasons[letter_index].code == "ConditionalCheckFailed" &&
+      std::all_of(reasons.begin(), reasons.begin() + static_cast<std::ptrdiff_t>(letter_index),
+                  [](const CancellationReason& r) { return r.code == "None"; })) {
+    // Only the letter failed: it is gone or no longer DEAD (an operator acted
+    // on it). The work still completes; the row's marker is cleared.
+    req.items.pop_back();
+    s = store_->TransactWriteItems(req);
+    reasons = s.ok() || DdbErrorName(s) != ddb_error::kTransactionCanceled
+                  ? std::vector<CancellationReason>{}
+                  : CancellationReasons(s);
+  }
   if (s.ok()) OUTBOX_CRASH_POINT("worker.after_complete_before_delete");
   if (s.ok() || DdbErrorName(s) != ddb_error::kTransactionCanceled) return s;
-  auto reasons = CancellationReasons(s);
   if (!reasons.empty() && reasons[0].code == "ConditionalCheckFailed") {
-    return absl::FailedPreconditionError(fmt::format(
-        "lease lost: inbox row {} no longer holds token {}; nothing was committed", key.idempotency_key(),
-        token));
+    return absl::FailedPreconditionError(
+        fmt::format("lease lost: inbox row {} no longer holds token {}; nothing was committed",
+                    key.idempotency_key(), token));
   }
-  for (size_t i = 1; i < reasons.size(); ++i) {
+  for (size_t i = 1; i < letter_index && i < reasons.size(); ++i) {
     if (reasons[i].code != "None") {
       const auto& w = req.items[i];
-      return absl::FailedPreconditionError(fmt::format(
-          "handler write {} (table {}) failed: {} {}; nothing was committed", i - 1, w.table, reasons[i].code,
-          reasons[i].message));
+      return absl::FailedPreconditionError(
+          fmt::format("handler write {} (table {}) failed: {} {}; nothing was committed", i - 1,
+                      w.table, reasons[i].code, reasons[i].message));
     }
   }
   return s;
@@ -194,30 +242,34 @@ absl::Status Inbox::Release(const InboxKey& key, int64_t token, const std::strin
                    {":now_ms", N(clock_->NowMillis())}};
   auto r = store_->UpdateItem(u);
   if (!r.ok() && DdbErrorName(r.status()) == ddb_error::kConditionalCheckFailed) {
-    return absl::FailedPreconditionError(
-        fmt::format("lease lost: inbox row {} no longer holds token {}", key.idempotency_key(), token));
+    return absl::FailedPreconditionError(fmt::format(
+        "lease lost: inbox row {} no longer holds token {}", key.idempotency_key(), token));
   }
   return r.status();
 }
 
-absl::Status Inbox::MarkDead(const InboxKey& key, int64_t token, const std::string& error, bool terminal,
-                             int max_attempts, const Item& envelope_item) {
+absl::Status Inbox::MarkDead(const InboxKey& key, int64_t token, const std::string& error,
+                             bool terminal, int max_attempts, const Item& envelope_item) {
   absl::Time now = clock_->Now();
   TransactWriteRequest req;
   TransactWriteItem dead;
   dead.kind = TransactWriteItem::Kind::kUpdate;
   dead.table = options_.table;
   dead.item = RowKey(key);
-  dead.update = terminal ? "SET #st = :dead, last_error = :err, updated_at = :now_ms, attempts = :max "
-                           "REMOVE lease_expires_at"
-                         : "SET #st = :dead, last_error = :err, updated_at = :now_ms REMOVE lease_expires_at";
+  dead.update =
+      terminal
+          ? "SET #st = :dead, last_error = :err, updated_at = :now_ms, attempts = :max, "
+            "dead_letter_open = :true REMOVE lease_expires_at"
+          : "SET #st = :dead, last_error = :err, updated_at = :now_ms, dead_letter_open = :true "
+            "REMOVE lease_expires_at";
   dead.condition = "#tok = :mine AND #st = :pending";
   dead.args.names = {{"#st", "status"}, {"#tok", "token"}};
   dead.args.values = {{":dead", S("DEAD")},
                       {":pending", S("PENDING")},
                       {":err", S(error.substr(0, 4096))},
                       {":mine", N(token)},
-                      {":now_ms", N(absl::ToUnixMillis(now))}};
+                      {":now_ms", N(absl::ToUnixMillis(now))},
+                      {":true", Value::Bool(true)}};
   if (terminal) dead.args.values[":max"] = N(max_attempts);
   req.items.push_back(std::move(dead));
   auto current = Get(key);
@@ -238,8 +290,8 @@ absl::Status Inbox::MarkDead(const InboxKey& key, int64_t token, const std::stri
   if (!s.ok() && DdbErrorName(s) == ddb_error::kTransactionCanceled) {
     auto reasons = CancellationReasons(s);
     if (!reasons.empty() && reasons[0].code == "ConditionalCheckFailed") {
-      return absl::FailedPreconditionError(
-          fmt::format("lease lost: inbox row {} no longer holds token {}", key.idempotency_key(), token));
+      return absl::FailedPreconditionError(fmt::format(
+          "lease lost: inbox row {} no longer holds token {}", key.idempotency_key(), token));
     }
   }
   return s;

@@ -59,7 +59,7 @@ TransactWriteItem ResetRow(const ResetCtx& m, const InboxKey& key,
       "subscription = :sub, "
       "tenant = :tenant, history = list_append(if_not_exists(history, :empty), :entry)";
   if (count_redrive) update += ", redrives = if_not_exists(redrives, :zero) + :one";
-  update += " REMOVE lease_expires_at";
+  update += " REMOVE lease_expires_at, dead_letter_open";
   u.update = update;
   u.args.names = {{"#st", "status"}, {"#ttl", "ttl"}};
   u.args.values = {

@@ -181,7 +181,7 @@ bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelo
       {sub.name}, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (!run.status.ok()) return Fail(m, e, item, sub, key, *claim, run.status, retried);
 
-  absl::Status done = inbox->Complete(key, claim->token, std::move(run.writes));
+  absl::Status done = inbox->Complete(key, claim->token, std::move(run.writes), claim->dead_letter_open);
   if (done.ok()) {
     metrics.handler_ok++;
     metrics.deliveries.Add({sub.name, "completed"});

@@ -73,11 +73,6 @@ class SimDir {
   std::string path_;
 };
 
-bool IsTerminalLetter(const Item& dl) {
-  auto it = dl.find("terminal");
-  return it != dl.end() && it->second.is(Type::BOOL) && it->second.boolean();
-}
-
 std::string Alias(const std::string& tenant, int64_t seq) {
   return fmt::format("{}:{}", tenant, seq);
 }
@@ -185,7 +180,6 @@ class World {
   std::map<std::string, std::vector<int64_t>>
       first_exec_;                       // "<tenant>|<sub>" -> seqs in first-run order
   std::set<std::string> executed_;       // keys run at least once
-  std::set<std::string> stale_letters_;  // known issue: stale non-terminal dead letters
   std::set<std::string> judged_;         // dead letters already judged (name#runs)
   std::set<std::string> exempt_;         // aliases re-enqueued before their first run
 
@@ -732,23 +726,28 @@ bool World::Justified(const std::string& key, const std::string& alias) const {
 }
 
 void World::CheckDeadLettersMatchInbox(const char* when) {
-  std::set<std::string> dead_rows, dead_letters, non_terminal;
+  // A DEAD row has a DEAD letter. A DEAD letter's row is DEAD, or was revived
+  // by a redelivered copy and is still in flight (PENDING/RETRY with the
+  // dead_letter_open marker: its completion resolves the letter). A DEAD
+  // letter next to a COMPLETED row is the stale-letter bug (finding 1).
+  std::set<std::string> dead_rows, revived_rows, dead_letters;
   for (const std::string& t : Tenants()) {
     for (const Envelope& e : Log(t)) {
       for (const SubDef& d : kSubs) {
         auto row = inbox_->Get(InboxKey{e.id, d.name, t});
-        if (row.ok() && *row && (*row)->status == InboxStatus::kDead) {
-          dead_rows.insert(std::string(d.name) + "|" + Alias(t, e.seq));
-        }
+        if (!row.ok() || !*row) continue;
+        const std::string k = std::string(d.name) + "|" + Alias(t, e.seq);
+        if ((*row)->status == InboxStatus::kDead) dead_rows.insert(k);
+        if ((*row)->dead_letter_open && ((*row)->status == InboxStatus::kPending ||
+                                         (*row)->status == InboxStatus::kRetry))
+          revived_rows.insert(k);
       }
     }
     for (Item& dl : DeadLetters(t)) {
       if (dl["state"].s() != "DEAD") continue;
       auto env = EnvelopeFromItem(dl["envelope"].m());
       if (!env.ok()) continue;
-      std::string k = dl["subscription"].s() + "|" + Alias(env->tenant, env->seq);
-      dead_letters.insert(k);
-      if (!IsTerminalLetter(dl)) non_terminal.insert(k);
+      dead_letters.insert(dl["subscription"].s() + "|" + Alias(env->tenant, env->seq));
     }
   }
   for (const auto& k : dead_rows) {
@@ -757,11 +756,8 @@ void World::CheckDeadLettersMatchInbox(const char* when) {
   }
   for (const auto& k : dead_letters) {
     if (dead_rows.count(k)) continue;
-    if (!cfg_.strict && non_terminal.count(k)) {
-      // Known issue (docs/TESTING.md "Findings"): a DEAD row that kept attempts
-      // was claimed again by a redelivered copy; its dead letter stays DEAD.
-      T(fmt::format("known-issue stale dead letter {} ({})", k, when));
-      stale_letters_.insert(k);
+    if (revived_rows.count(k)) {
+      T(fmt::format("dead letter {} revived, in flight ({})", k, when));
       continue;
     }
     Violation(fmt::format("{}: dead letter {} but its inbox row is not DEAD", when, k));
@@ -822,14 +818,10 @@ void World::CheckFinal() {
       }
     }
     for (Item& dl : DeadLetters(t)) {
-      if (dl["state"].s() == "REDRIVEN") continue;
+      if (dl["state"].s() == "REDRIVEN" || dl["state"].s() == "RESOLVED") continue;
       auto env = EnvelopeFromItem(dl["envelope"].m());
       std::string k =
           env.ok() ? dl["subscription"].s() + "|" + Alias(env->tenant, env->seq) : dl["sk"].s();
-      if (!cfg_.strict && dl["state"].s() == "DEAD" && !IsTerminalLetter(dl)) {
-        stale_letters_.insert(k);  // known issue, see CheckDeadLettersMatchInbox
-        continue;
-      }
       Violation(fmt::format("dead letter {} left in state {}", k, dl["state"].s()));
     }
   }
@@ -886,7 +878,6 @@ SimResult World::Run() {
   SimResult res;
   res.seed = cfg_.seed;
   res.real_ops = cfg_.real_ops;
-  res.strict = cfg_.strict;
   testing::SetMutation(cfg_.mutation);
   f_.set_suppressed(cfg_.drop);
   Draw();
@@ -932,7 +923,7 @@ SimResult World::Run() {
       for (const std::string& t : Tenants()) {
         for (Item& dl : DeadLetters(t)) {
           letters_left |= dl["state"].s() == "REDRIVING" ||
-                          (dl["state"].s() == "DEAD" && (cfg_.strict || IsTerminalLetter(dl)));
+                          dl["state"].s() == "DEAD";
         }
       }
       if (a.ok() && d.ok() &&
@@ -945,7 +936,6 @@ SimResult World::Run() {
     CheckFinal();
   }
   for (const auto& [k, n] : crashes_) res.crashes += n;
-  res.known_issues = static_cast<int>(stale_letters_.size());
   res.violations = violations_;
   res.ok = violations_.empty();
   res.schedule = f_.schedule();

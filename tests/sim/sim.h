@@ -18,7 +18,6 @@ struct SimConfig {
   testing::Mutation mutation = testing::Mutation::kNone;
   std::set<int> drop;   // fault numbers to suppress (shrinking / --drop)
   bool trace = false;   // keep the full trace text in the result
-  bool strict = false;  // no tolerance for the known issue (stale non-terminal dead letters)
   bool real_ops =
       false;  // redrive/replay through ops::Ops (else the simulation's crash-safe redrive)
 };
@@ -26,7 +25,6 @@ struct SimConfig {
 struct SimResult {
   uint64_t seed = 0;
   bool real_ops = false;
-  bool strict = false;
   bool ok = true;
   std::vector<std::string> violations;
   std::string trace_hash;  // SHA-256 of the trace (ids aliased; independent of random ids)
@@ -36,7 +34,6 @@ struct SimResult {
   int steps = 0;
   int events = 0;  // events committed
   int crashes = 0;
-  int known_issues = 0;  // stale non-terminal dead letters tolerated (not with strict)
 };
 
 SimResult RunSim(const SimConfig& config);

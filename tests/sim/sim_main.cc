@@ -30,8 +30,7 @@ void PrintFailure(const sim::SimResult& r) {
     fmt::print("    #{} {} at {}{}\n", f.index, sim::FaultKindName(f.kind), f.where,
                f.suppressed ? " (dropped)" : "");
   }
-  fmt::print("  replay: tests/sim/run --seed {}{}{}\n", r.seed, r.real_ops ? " --ops real" : "",
-             r.strict ? " --strict" : "");
+  fmt::print("  replay: tests/sim/run --seed {}{}\n", r.seed, r.real_ops ? " --ops real" : "");
 }
 
 std::set<int> ParseDrop(const std::string& s) {
@@ -58,9 +57,6 @@ int main(int argc, char** argv) {
   app.add_option("--ops", ops_mode,
                  "real (ops::Ops redrive/replay, the default) | sim (the simulation's own redrive)");
   app.add_option("--drop", drop, "comma-separated fault numbers to suppress");
-  bool strict = false;
-  app.add_flag("--strict", strict,
-               "no tolerance for the known stale-dead-letter issue (docs/TESTING.md)");
   app.add_flag("--trace", trace, "print the whole trace");
   app.add_flag("--shrink", shrink, "with --seed: drop faults while the failure persists");
   app.add_flag("--expect-failure", expect_failure,
@@ -99,12 +95,12 @@ int main(int argc, char** argv) {
   }
 
   if (seeds.empty()) {
-    sim::SimConfig c{seed, m, ParseDrop(drop), trace, strict, real_ops};
+    sim::SimConfig c{seed, m, ParseDrop(drop), trace, real_ops};
     sim::SimResult r = sim::RunSim(c);
     if (trace) fmt::print("{}", r.trace);
     if (r.ok) {
-      fmt::print("ok seed={} trace={} faults={} crashes={} events={} steps={} known_issues={}\n",
-                 r.seed, r.trace_hash, r.faults, r.crashes, r.events, r.steps, r.known_issues);
+      fmt::print("ok seed={} trace={} faults={} crashes={} events={} steps={}\n", r.seed,
+                 r.trace_hash, r.faults, r.crashes, r.events, r.steps);
       return expect_failure ? 1 : 0;
     }
     PrintFailure(r);
@@ -114,15 +110,15 @@ int main(int argc, char** argv) {
         if (dropped.count(f.index)) continue;
         std::set<int> trial = dropped;
         trial.insert(f.index);
-        sim::SimResult t = sim::RunSim(sim::SimConfig{seed, m, trial, false, strict, real_ops});
+        sim::SimResult t = sim::RunSim(sim::SimConfig{seed, m, trial, false, real_ops});
         if (!t.ok) dropped = trial;
       }
-      sim::SimResult t = sim::RunSim(sim::SimConfig{seed, m, dropped, false, strict, real_ops});
+      sim::SimResult t = sim::RunSim(sim::SimConfig{seed, m, dropped, false, real_ops});
       std::string list;
       for (int d : dropped) list += (list.empty() ? "" : ",") + std::to_string(d);
       fmt::print(
-          "shrunk: {} of {} faults still fail; replay: tests/sim/run --seed {} --drop {}{}{}\n",
-          t.faults, r.faults, seed, list, real_ops ? " --ops real" : "", strict ? " --strict" : "");
+          "shrunk: {} of {} faults still fail; replay: tests/sim/run --seed {} --drop {}{}\n",
+          t.faults, r.faults, seed, list, real_ops ? " --ops real" : "");
       PrintFailure(t);
     }
     return expect_failure ? 0 : 1;
@@ -130,12 +126,11 @@ int main(int argc, char** argv) {
 
   auto start = std::chrono::steady_clock::now();
   int failed = 0;
-  int64_t faults = 0, crashes = 0, known = 0;
+  int64_t faults = 0, crashes = 0;
   for (uint64_t s = lo; s <= hi; ++s) {
-    sim::SimResult r = sim::RunSim(sim::SimConfig{s, m, {}, false, strict, real_ops});
+    sim::SimResult r = sim::RunSim(sim::SimConfig{s, m, {}, false, real_ops});
     faults += r.faults;
     crashes += r.crashes;
-    known += r.known_issues > 0 ? 1 : 0;
     if (!r.ok) {
       ++failed;
       PrintFailure(r);
@@ -146,11 +141,9 @@ int main(int argc, char** argv) {
   uint64_t n = hi - lo + 1;
   fmt::print(
       "seeds {}..{} mutation={}: {} failed; {:.1f} s, {:.1f} seeds/s, {:.1f} faults/run, {:.2f} "
-      "crashes/run; "
-      "{} run(s) with the known stale-dead-letter issue{}\n",
+      "crashes/run\n",
       lo, hi, mutation, failed, secs, static_cast<double>(n) / secs,
-      static_cast<double>(faults) / n, static_cast<double>(crashes) / n, known,
-      strict ? " (strict: counted as failures)" : " (tolerated)");
+      static_cast<double>(faults) / n, static_cast<double>(crashes) / n);
   if (expect_failure) {
     if (failed == 0) fmt::print("mutation {} was NOT caught by seeds {}..{}\n", mutation, lo, hi);
     return failed > 0 ? 0 : 1;

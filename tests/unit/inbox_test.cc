@@ -82,7 +82,8 @@ TEST_F(InboxTest, StaleLeaseCommitsNothing) {
 
 TEST_F(InboxTest, CompleteWithFailingHandlerWriteCommitsNothing) {
   auto c = inbox_->TryClaim(key_, "w", lease_, 5);
-  ASSERT_TRUE(store_->PutItem(PutRequest{.table = "effects", .item = {{"pk", Value::S("taken")}}}).ok());
+  ASSERT_TRUE(
+      store_->PutItem(PutRequest{.table = "effects", .item = {{"pk", Value::S("taken")}}}).ok());
   absl::Status s = inbox_->Complete(key_, c->token, {Effect("new"), Effect("taken")});
   EXPECT_FALSE(s.ok());
   EXPECT_NE(std::string(s.message()).find("handler write 1"), std::string::npos) << s;
@@ -96,7 +97,8 @@ TEST_F(InboxTest, ReleaseMakesRetryClaimable) {
   auto row = *inbox_->Get(key_);
   EXPECT_EQ(row->status, InboxStatus::kRetry);
   EXPECT_EQ(row->last_error, "timeout talking to carrier");
-  auto c2 = inbox_->TryClaim(key_, "w", lease_, 5);  // no waiting for a lease: RETRY is claimable at once
+  auto c2 =
+      inbox_->TryClaim(key_, "w", lease_, 5);  // no waiting for a lease: RETRY is claimable at once
   EXPECT_EQ(c2->outcome, Claim::Outcome::kClaimed);
   EXPECT_EQ(c2->attempt, 2);
   EXPECT_FALSE(inbox_->Release(key_, c1->token, "stale").ok());  // old token cannot release
@@ -123,13 +125,65 @@ TEST_F(InboxTest, TerminalDeadIsExhaustedAndWritesDeadLetter) {
 
 TEST_F(InboxTest, DeadByLastReceiveKeepsItsCountAndCanRunAgain) {
   auto c = inbox_->TryClaim(key_, "w", lease_, 5);
-  ASSERT_TRUE(inbox_->MarkDead(key_, c->token, "receive count exhausted", /*terminal=*/false, 5, {}).ok());
+  ASSERT_TRUE(
+      inbox_->MarkDead(key_, c->token, "receive count exhausted", /*terminal=*/false, 5, {}).ok());
   EXPECT_EQ((*inbox_->Get(key_))->attempts, 1);
   // A plain move of the message back from the DLQ can still run it (attempts left).
   auto again = inbox_->TryClaim(key_, "w", lease_, 5);
   EXPECT_EQ(again->outcome, Claim::Outcome::kClaimed);
   EXPECT_EQ(again->attempt, 2);
   ASSERT_TRUE(inbox_->Complete(key_, again->token, {}).ok());
+}
+
+// Finding 1 of the simulation (docs/TESTING.md): a revived DEAD row that
+// completes must not leave its dead letter saying DEAD.
+TEST_F(InboxTest, CompletingARevivedDeadRowResolvesItsDeadLetterInTheSameTransaction) {
+  auto c = inbox_->TryClaim(key_, "w", lease_, 5);
+  EXPECT_FALSE(c->dead_letter_open);
+  ASSERT_TRUE(
+      inbox_->MarkDead(key_, c->token, "receive count exhausted", /*terminal=*/false, 5, {}).ok());
+  EXPECT_TRUE((*inbox_->Get(key_))->dead_letter_open);
+  auto again = inbox_->TryClaim(key_, "w", lease_, 5);  // a duplicate copy comes back
+  ASSERT_EQ(again->outcome, Claim::Outcome::kClaimed);
+  EXPECT_TRUE(again->dead_letter_open);
+  // A failing handler write cancels everything: the letter stays DEAD too.
+  PutRequest taken;
+  taken.table = "effects";
+  taken.item = Item{{"pk", Value::S("taken")}};
+  ASSERT_TRUE(store_->PutItem(taken).ok());
+  EXPECT_FALSE(inbox_->Complete(key_, again->token, {Effect("x"), Effect("taken")}, true).ok());
+  GetRequest g;
+  g.table = "outbox_dead_letters";
+  g.key = Inbox::DeadLetterKey(key_);
+  EXPECT_EQ((**store_->GetItem(g)).at("state"), Value::S("DEAD"));
+  EXPECT_FALSE(HasEffect("x"));
+  ASSERT_TRUE(inbox_->Complete(key_, again->token, {Effect("effect")}, true).ok());
+  EXPECT_TRUE(HasEffect("effect"));
+  auto row = *inbox_->Get(key_);
+  EXPECT_EQ(row->status, InboxStatus::kCompleted);
+  EXPECT_FALSE(row->dead_letter_open);
+  auto dl = store_->GetItem(g);
+  ASSERT_TRUE(dl.ok() && dl->has_value());
+  EXPECT_EQ((**dl).at("state"), Value::S("RESOLVED"));
+  EXPECT_TRUE((**dl).count("resolved_at"));
+}
+
+TEST_F(InboxTest, ARevivedRowWhoseLetterIsGoneStillCompletes) {
+  auto c = inbox_->TryClaim(key_, "w", lease_, 5);
+  ASSERT_TRUE(inbox_->MarkDead(key_, c->token, "last receive", /*terminal=*/false, 5, {}).ok());
+  DeleteRequest d;
+  d.table = "outbox_dead_letters";
+  d.key = Inbox::DeadLetterKey(key_);
+  ASSERT_TRUE(store_->DeleteItem(d).ok());  // an operator removed it
+  auto again = inbox_->TryClaim(key_, "w", lease_, 5);
+  ASSERT_TRUE(again->dead_letter_open);
+  ASSERT_TRUE(inbox_->Complete(key_, again->token, {Effect("effect")}, true).ok());
+  EXPECT_TRUE(HasEffect("effect"));
+  EXPECT_EQ((*inbox_->Get(key_))->status, InboxStatus::kCompleted);
+  GetRequest g;
+  g.table = "outbox_dead_letters";
+  g.key = Inbox::DeadLetterKey(key_);
+  EXPECT_FALSE(store_->GetItem(g)->has_value());  // not recreated as a partial row
 }
 
 TEST_F(InboxTest, ConcurrentClaimsExactlyOneWins) {
@@ -149,7 +203,8 @@ TEST_F(InboxTest, ConcurrentClaimsExactlyOneWins) {
 }
 
 TEST_F(InboxTest, BadArguments) {
-  EXPECT_EQ(inbox_->TryClaim(key_, "w", lease_, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(inbox_->TryClaim(key_, "w", lease_, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(inbox_->TryClaim(key_, "w", absl::ZeroDuration(), 5).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
