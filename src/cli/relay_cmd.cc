@@ -1,7 +1,12 @@
-// `outbox relay`: runs the change-feed relay or the polling relay as its own
-// process, or lists the change-feed relay's poison records. The relay mode is
-// recorded in the database (cli/open.h StoredRelayMode) so that every engine
-// opened by the CLI writes outbox rows in poll mode (docs/RELAY.md).
+// `outbox relay`: runs a relay as its own process, or lists the relay's poison
+// records.
+//   --store sqlite (default): the change-feed relay (ChangeFeedRelay) or the
+//     polling relay (PollRelay) on the SQLite file --db (store and queue).
+//   --store dynamodb: the stream relay (StreamRelay) over DynamoDB Streams with
+//     shard leases, so several relay processes share the stream; the FIFO queue
+//     is the embedded SQLite queue in --db (there is no SQS backend).
+// The relay mode is recorded in the store (cli/open.h StoredRelayMode) so that
+// every engine opened by the CLI writes outbox rows in poll mode (docs/RELAY.md).
 #include <signal.h>
 
 #include <atomic>
@@ -10,6 +15,7 @@
 
 #include "cli/open.h"
 #include "cli/registry.h"
+#include "cli/store_flags.h"
 #include "outbox/ddb_json.h"
 #include "outbox/relay.h"
 
@@ -19,82 +25,178 @@ namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-template <typename Args>
-void RunPoll(Embedded& e, const Args& a) {
+struct Args {
+  std::string db;
+  StoreFlags store;
+  std::string mode;
+  bool switch_mode = false;
+  bool once = false;
+  std::string queue = "outbox-events.fifo";
+  std::string name = StreamRelayOptions{}.name;
+  std::string instance;
+  int lease_seconds = 10;
+  std::string output = "table";
+};
+
+// Until SIGINT/SIGTERM (Start/Stop), or everything pending (--once: Drain).
+// False (exit code set) when the drain failed.
+template <typename Relay>
+bool RunRelay(Relay& relay, bool once) {
+  if (once) {
+    if (auto s = relay.Drain(); !s.ok()) {
+      std::cerr << "outbox relay: " << s << "\n";
+      ExitCode() = kExitFailed;
+      return false;
+    }
+    return true;
+  }
+  signal(SIGINT, OnSignal);
+  signal(SIGTERM, OnSignal);
+  relay.Start();
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  relay.Stop();
+  return true;
+}
+
+// The metrics of the run on stdout; exit 1 when `failed`.
+void Report(const nlohmann::json& j, const std::string& output, bool failed) {
+  if (output == "json") {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    for (auto& [k, v] : j.items()) std::cout << k << ": " << v << "\n";
+  }
+  ExitCode() = failed ? kExitFailed : kExitOk;
+}
+
+void RunPoll(Stack& st, const Args& a) {
   PollRelayOptions po;
   po.queue = a.queue;
-  auto relay = PollRelay::Open(e.store.get(), e.queue.get(), Clock::Real(), po);
+  auto relay = PollRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), po);
   if (!relay.ok()) {
     std::cerr << "outbox relay: " << relay.status() << "\n";
     ExitCode() = kExitFailed;
     return;
   }
-  if (!a.once) {
-    signal(SIGINT, OnSignal);
-    signal(SIGTERM, OnSignal);
-    (*relay)->Start();
-    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    (*relay)->Stop();
-  } else if (auto s = (*relay)->Drain(); !s.ok()) {
-    std::cerr << "outbox relay: " << s << "\n";
+  if (!RunRelay(**relay, a.once)) return;
+  const PollRelayMetrics& m = (*relay)->metrics();
+  Report({{"mode", "poll"},
+          {"sent", m.sent.load()},
+          {"duplicates", m.duplicates.load()},
+          {"retries", m.retries.load()},
+          {"dead", m.dead.load()},
+          {"blocked", m.blocked.load()},
+          {"lost_races", m.lost_races.load()},
+          {"errors", m.errors.load()},
+          {"lag_ms", m.lag_ms.load()}},
+         a.output, m.dead.load() > 0 || m.errors.load() > 0);
+}
+
+void RunFeed(Stack& st, const Args& a) {
+  RelayOptions ro;
+  ro.queue = a.queue;
+  auto relay = ChangeFeedRelay::Open(static_cast<SqliteStore*>(st.store.get()), st.queue.get(),
+                                     Clock::Real(), ro);
+  if (!relay.ok()) {
+    std::cerr << "outbox relay: " << relay.status() << "\n";
     ExitCode() = kExitFailed;
     return;
   }
-  const PollRelayMetrics& m = (*relay)->metrics();
-  nlohmann::json j = {{"mode", "poll"},
-                      {"sent", m.sent.load()},
-                      {"duplicates", m.duplicates.load()},
-                      {"retries", m.retries.load()},
-                      {"dead", m.dead.load()},
-                      {"blocked", m.blocked.load()},
-                      {"lost_races", m.lost_races.load()},
-                      {"errors", m.errors.load()},
-                      {"lag_ms", m.lag_ms.load()}};
-  if (a.output == "json") {
-    std::cout << j.dump(2) << "\n";
-  } else {
-    for (auto& [k, v] : j.items()) std::cout << k << ": " << v << "\n";
+  if (!RunRelay(**relay, a.once)) return;
+  const RelayMetrics& m = (*relay)->metrics();
+  Report({{"mode", "feed"},
+          {"forwarded", m.forwarded.load()},
+          {"skipped", m.skipped.load()},
+          {"errors", m.errors.load()},
+          {"resequenced", m.resequenced.load()},
+          {"checkpoint", m.checkpoint.load()},
+          {"lag_ms", m.lag_ms.load()}},
+         a.output, m.errors.load() > 0);
+}
+
+StreamRelayOptions StreamOptions(const Args& a) {
+  StreamRelayOptions so;
+  so.name = a.name;
+  so.queue = a.queue;
+  so.instance = a.instance;
+  so.lease_duration = absl::Seconds(a.lease_seconds);
+  // Renew (and rebalance) three times per lease, at most every 3 s.
+  so.renew_interval = std::min(absl::Seconds(3), so.lease_duration / 3);
+  return so;
+}
+
+void RunStream(Stack& st, const Args& a) {
+  auto relay = StreamRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), StreamOptions(a));
+  if (!relay.ok()) {
+    std::cerr << "outbox relay: " << relay.status() << "\n";
+    ExitCode() =
+        relay.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitFailed;
+    return;
   }
-  ExitCode() = m.dead.load() > 0 || m.errors.load() > 0 ? kExitFailed : kExitOk;
+  if (!RunRelay(**relay, a.once)) return;
+  const StreamRelayMetrics& m = (*relay)->metrics();
+  Report({{"mode", "feed"},
+          {"store", "dynamodb"},
+          {"forwarded", m.forwarded.load()},
+          {"duplicates", m.duplicates.load()},
+          {"skipped", m.skipped.load()},
+          {"errors", m.errors.load()},
+          {"leases_lost", m.leases_lost.load()},
+          {"shards_held", m.shards_held.load()},
+          {"lag_ms", m.lag_ms.load()}},
+         a.output, m.errors.load() > 0);
+}
+
+// Opens the stack for the flags; nullopt (exit code set) on failure.
+std::optional<Stack> Open(const Args& a, const char* what) {
+  if (auto s = CheckStoreAndQueueFlags(a.store, a.db); !s.ok()) {
+    std::cerr << what << ": " << s.message() << "\n";
+    ExitCode() = kExitUsage;
+    return std::nullopt;
+  }
+  auto st = OpenStack(a.store, a.db);
+  if (!st.ok()) {
+    std::cerr << what << ": " << st.status() << "\n";
+    ExitCode() = kExitUnavailable;
+    return std::nullopt;
+  }
+  return *std::move(st);
 }
 
 void AddRelay(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "relay", "Run the relay (change feed or polling): events table -> FIFO queue");
-  struct Args {
-    std::string db;
-    std::string mode;
-    bool switch_mode = false;
-    bool once = false;
-    std::string queue = "outbox-events.fifo";
-    std::string output = "table";
-  };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--db", a->db, "SQLite file of the embedded store (required)");
+  cmd->add_option("--db", a->db,
+                  "SQLite file (required): the store and the queue; with --store dynamodb only "
+                  "the queue");
+  AddStoreFlags(cmd, &a->store);
   cmd->add_option("--mode", a->mode,
                   "feed (change feed) | poll (outbox rows); default: the mode recorded in the "
-                  "database, else feed")
+                  "store, else feed. --store dynamodb: feed only")
       ->check(CLI::IsMember({"feed", "poll"}));
   cmd->add_flag("--switch-mode", a->switch_mode,
-                "Record --mode even when the database has another mode");
+                "Record --mode even when the store has another mode");
   cmd->add_option("--queue", a->queue, "FIFO queue to forward to");
-  cmd->add_flag("--once", a->once, "Forward everything pending, then exit");
+  cmd->add_flag("--once", a->once,
+                "Forward everything pending, then exit (--store dynamodb: on the shards this "
+                "process can lease)");
+  cmd->add_option("--name", a->name,
+                  "--store dynamodb: relay name (leases and checkpoints are per name)")
+      ->capture_default_str();
+  cmd->add_option("--instance", a->instance,
+                  "--store dynamodb: lease owner id (default <host>-<pid>-<random>)");
+  cmd->add_option("--lease-seconds", a->lease_seconds,
+                  "--store dynamodb: shard lease duration; a killed relay's shards are taken "
+                  "over after it")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
   cmd->add_option("-o,--output", a->output, "json|table")->check(CLI::IsMember({"json", "table"}));
   auto* poison = cmd->add_subcommand("poison", "List change records the relay could not forward");
   cmd->callback([a, poison] {
     if (poison->parsed()) return;
-    if (a->db.empty()) {
-      std::cerr << "outbox relay: --db is required\n";
-      ExitCode() = kExitUsage;
-      return;
-    }
-    auto e = OpenEmbedded(a->db);
-    if (!e.ok()) {
-      std::cerr << "outbox relay: " << e.status() << "\n";
-      ExitCode() = kExitUnavailable;
-      return;
-    }
-    auto stored = StoredRelayMode(e->store.get());
+    auto st = Open(*a, "outbox relay");
+    if (!st) return;
+    auto stored = StoredRelayMode(st->store.get());
     if (!stored.ok()) {
       std::cerr << "outbox relay: " << stored.status() << "\n";
       ExitCode() = kExitUnavailable;
@@ -102,8 +204,14 @@ void AddRelay(CLI::App& app) {
     }
     std::string mode =
         a->mode.empty() ? (stored->empty() ? std::string("feed") : *stored) : a->mode;
+    if (st->dynamodb && mode == "poll") {
+      std::cerr << "outbox relay: --store dynamodb runs the stream relay (feed mode); the "
+                   "polling relay is embedded-only (docs/RELAY.md)\n";
+      ExitCode() = kExitUsage;
+      return;
+    }
     if (!stored->empty() && *stored != mode && !a->switch_mode) {
-      std::cerr << "outbox relay: --mode " << mode << ": the database is set to relay mode \""
+      std::cerr << "outbox relay: --mode " << mode << ": the store is set to relay mode \""
                 << *stored
                 << "\"; pass --switch-mode to change it (see docs/RELAY.md: events emitted under "
                    "the old mode "
@@ -112,64 +220,38 @@ void AddRelay(CLI::App& app) {
       return;
     }
     if (*stored != mode) {
-      if (auto s = StoreRelayMode(e->store.get(), mode); !s.ok()) {
+      if (auto s = StoreRelayMode(st->store.get(), mode); !s.ok()) {
         std::cerr << "outbox relay: recording the relay mode: " << s << "\n";
         ExitCode() = kExitFailed;
         return;
       }
     }
-    if (mode == "poll") {
-      RunPoll(*e, *a);
-      return;
-    }
-    RelayOptions ro;
-    ro.queue = a->queue;
-    auto relay = ChangeFeedRelay::Open(e->store.get(), e->queue.get(), Clock::Real(), ro);
-    if (!relay.ok()) {
-      std::cerr << "outbox relay: " << relay.status() << "\n";
-      ExitCode() = kExitFailed;
-      return;
-    }
-    if (!a->once) {
-      signal(SIGINT, OnSignal);
-      signal(SIGTERM, OnSignal);
-      (*relay)->Start();
-      while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      (*relay)->Stop();
-    } else if (auto s = (*relay)->Drain(); !s.ok()) {
-      std::cerr << "outbox relay: " << s << "\n";
-      ExitCode() = kExitFailed;
-      return;
-    }
-    const RelayMetrics& m = (*relay)->metrics();
-    nlohmann::json j = {{"mode", "feed"},
-                        {"forwarded", m.forwarded.load()},
-                        {"skipped", m.skipped.load()},
-                        {"errors", m.errors.load()},
-                        {"resequenced", m.resequenced.load()},
-                        {"checkpoint", m.checkpoint.load()},
-                        {"lag_ms", m.lag_ms.load()}};
-    if (a->output == "json") {
-      std::cout << j.dump(2) << "\n";
-    } else {
-      for (auto& [k, v] : j.items()) std::cout << k << ": " << v << "\n";
-    }
-    ExitCode() = m.errors.load() > 0 ? kExitFailed : kExitOk;
+    if (st->dynamodb) return RunStream(*st, *a);
+    if (mode == "poll") return RunPoll(*st, *a);
+    RunFeed(*st, *a);
   });
 
   auto p = std::make_shared<Args>();
-  poison->add_option("--db", p->db, "SQLite file of the embedded store")->required();
+  poison->add_option("--db", p->db,
+                     "SQLite file (required): the store and the queue; with --store dynamodb "
+                     "only the queue");
+  AddStoreFlags(poison, &p->store);
+  poison->add_option("--name", p->name, "--store dynamodb: relay name")->capture_default_str();
   poison->add_option("-o,--output", p->output, "json|table")
       ->check(CLI::IsMember({"json", "table"}));
   poison->callback([p] {
-    auto e = OpenEmbedded(p->db);
-    if (!e.ok()) {
-      std::cerr << "outbox relay poison: " << e.status() << "\n";
-      ExitCode() = kExitUnavailable;
-      return;
+    auto st = Open(*p, "outbox relay poison");
+    if (!st) return;
+    absl::StatusOr<std::vector<RelayPoisonRecord>> list;
+    if (st->dynamodb) {
+      auto relay =
+          StreamRelay::Open(st->store.get(), st->queue.get(), Clock::Real(), StreamOptions(*p));
+      list = relay.ok() ? (*relay)->ListPoison(1000) : relay.status();
+    } else {
+      auto relay = ChangeFeedRelay::Open(static_cast<SqliteStore*>(st->store.get()),
+                                         st->queue.get(), Clock::Real());
+      list = relay.ok() ? (*relay)->ListPoison(1000) : relay.status();
     }
-    auto relay = ChangeFeedRelay::Open(e->store.get(), e->queue.get(), Clock::Real());
-    auto list = relay.ok() ? (*relay)->ListPoison(1000) : relay.status();
     if (!list.ok()) {
       std::cerr << "outbox relay poison: " << list.status() << "\n";
       ExitCode() = kExitFailed;

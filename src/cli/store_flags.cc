@@ -29,6 +29,19 @@ absl::Status CheckStoreFlags(const StoreFlags& f, const std::string& db) {
   return absl::OkStatus();
 }
 
+absl::Status CheckStoreAndQueueFlags(const StoreFlags& f, const std::string& db) {
+  if (db.empty()) {
+    return absl::InvalidArgumentError(
+        f.dynamodb() ? "--db FILE is required: with --store dynamodb it holds the FIFO queue "
+                       "(there is no SQS backend)"
+                     : "--db FILE is required (or --store dynamodb --db QUEUE_FILE)");
+  }
+  if (!f.dynamodb() && (!f.endpoint.empty() || !f.region.empty())) {
+    return absl::InvalidArgumentError("--endpoint and --region need --store dynamodb");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<aws::JsonClientOptions> DynamoDbClientOptions(const StoreFlags& f) {
   return aws::DynamoDbOptionsFromEnvironment(f.endpoint, f.region);
 }

@@ -27,6 +27,14 @@ void AddStoreFlags(CLI::App* cmd, StoreFlags* f);
 // --endpoint/--region; dynamodb takes no --db.
 absl::Status CheckStoreFlags(const StoreFlags& f, const std::string& db);
 
+// For commands that also use the FIFO queue (relay, worker, status,
+// dead-letters, redrive): there is no SQS backend, so the queue is always the
+// embedded SQLite queue and --db FILE is required with either store: with
+// --store sqlite the file holds the store and the queue, with --store dynamodb
+// only the queue (docs/CLI.md "Choosing the store"). InvalidArgument naming the
+// flag; --endpoint/--region still need --store dynamodb.
+absl::Status CheckStoreAndQueueFlags(const StoreFlags& f, const std::string& db);
+
 // The DynamoDB client options (endpoint, region, credentials) for the flags;
 // NotFound when no region or credentials can be found.
 absl::StatusOr<aws::JsonClientOptions> DynamoDbClientOptions(const StoreFlags& f);

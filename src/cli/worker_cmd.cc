@@ -1,6 +1,9 @@
-// `outbox worker --db PATH [--config FILE] [--queue NAME] [--threads N] [--once]`:
-// runs the durable worker (docs/WORKER.md) on the embedded store + queue until
-// SIGTERM/SIGINT (graceful: stops receiving, finishes the batch in flight).
+// `outbox worker --db PATH [--store dynamodb --endpoint URL --region R]
+//  [--config FILE] [--queue NAME] [--threads N] [--once | --until-idle]`:
+// runs the durable worker (docs/WORKER.md) until SIGTERM/SIGINT (graceful:
+// stops receiving, finishes the batch in flight). The queue is the embedded
+// SQLite queue in --db; the inbox, dead letters and the handlers' writes go to
+// the store (the same file, or DynamoDB with --store dynamodb).
 // Subscriptions come from the config's [[subscriptions]]; a DURABLE
 // subscription without a C++ handler gets the built-in "log" handler.
 // Exit codes: 0 ok; 1 a receive failed (--once); 2 bad flags or config;
@@ -16,7 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "cli/open.h"
 #include "cli/registry.h"
+#include "cli/store_flags.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "outbox/catalog.h"
@@ -34,10 +39,12 @@ namespace {
 
 struct Flags {
   std::string db;
+  StoreFlags store;
   std::string config;
   std::string queue = WorkerOptions{}.queue;
   int threads = WorkerOptions{}.threads;
   bool once = false;
+  bool until_idle = false;
   std::vector<std::string> handlers;  // SUB=log|fail|fail-terminal
 };
 
@@ -124,27 +131,38 @@ int Run(const Flags& f) {
                 absl::InvalidArgumentError(
                     fmt::format("--handler: subscription {} is not in the config", handlers->begin()->first)));
   }
-  sqlite::DatabaseOptions dbo;
-  dbo.path = f.db;
-  auto db = sqlite::Database::Open(dbo);
-  if (!db.ok()) return Fail(kExitUnavailable, f.db, db.status());
-  auto store = SqliteStore::Open(*db, Clock::Real());
-  if (!store.ok()) return Fail(kExitUnavailable, f.db, store.status());
-  auto queue = SqliteQueue::Open(*db, Clock::Real());
-  if (!queue.ok()) return Fail(kExitUnavailable, f.db, queue.status());
-  if (auto s = EnsureQueue(**queue, f.queue); !s.ok()) return Fail(kExitUnavailable, f.queue, s);
-  Inbox inbox(store->get(), Clock::Real());
+  if (auto s = CheckStoreAndQueueFlags(f.store, f.db); !s.ok()) return Fail(kExitUsage, "options", s);
+  if (f.once && f.until_idle) {
+    return Fail(kExitUsage, "options", absl::InvalidArgumentError("--once and --until-idle exclude each other"));
+  }
+  auto st = OpenStack(f.store, f.db);
+  if (!st.ok()) return Fail(kExitUnavailable, f.store.dynamodb() ? "dynamodb" : f.db, st.status());
+  Store* store = st->store.get();
+  Queue* queue = st->queue.get();
+  if (auto s = EnsureQueue(*queue, f.queue); !s.ok()) return Fail(kExitUnavailable, f.queue, s);
+  Inbox inbox(store, Clock::Real());
 
   WorkerOptions o;
   o.queue = f.queue;
   o.threads = f.threads;
   if (auto s = o.Validate(); !s.ok()) return Fail(kExitUsage, "options", s);
-  DurableWorker worker(store->get(), queue->get(), &inbox, &router, Clock::Real(), o);
+  DurableWorker worker(store, queue, &inbox, &router, Clock::Real(), o);
   if (auto s = worker.Init(); !s.ok()) return Fail(kExitUnavailable, "worker", s);
 
   int code = kExitOk;
   if (f.once) {
     if (auto s = worker.RunOnce(); !s.ok()) code = Fail(kExitFailed, "receive", s);
+  } else if (f.until_idle) {
+    // Receives until one receive (a long poll of WorkerOptions::wait) returns
+    // nothing: messages left invisible (a retry, another worker's) stay queued.
+    while (true) {
+      int64_t before = worker.metrics().received.load();
+      if (auto s = worker.RunOnce(); !s.ok()) {
+        code = Fail(kExitFailed, "receive", s);
+        break;
+      }
+      if (worker.metrics().received.load() == before) break;
+    }
   } else {
     struct sigaction sa {};
     sa.sa_handler = OnStopSignal;
@@ -170,13 +188,17 @@ int Run(const Flags& f) {
 void AddWorker(CLI::App& app) {
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("worker", "Run the durable worker until SIGTERM/SIGINT");
-  sub->add_option("--db", f->db, "SQLite database file")->required();
+  sub->add_option("--db", f->db,
+                  "SQLite file (required): the store and the queue; with --store dynamodb only the queue");
+  AddStoreFlags(sub, &f->store);
   sub->add_option("--config", f->config, "outbox.toml with [[subscriptions]] (no C++ handler: log handler)");
   sub->add_option("--queue", f->queue, "FIFO queue (created with a DLQ when absent)")->capture_default_str();
   sub->add_option("--threads", f->threads, "Threads processing the groups of a batch")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   sub->add_flag("--once", f->once, "One receive and its processing, then exit");
+  sub->add_flag("--until-idle", f->until_idle,
+                "Receive and process until a receive returns no message, then exit");
   sub->add_option("--handler", f->handlers,
                   "Built-in handler for a subscription: SUB=log|fail|fail-terminal (repeatable; default log)");
   sub->callback([f] { ExitCode() = Run(*f); });
