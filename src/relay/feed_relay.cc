@@ -5,6 +5,7 @@
 #include "outbox/envelope_codec.h"
 #include "outbox/relay.h"
 #include "queue/sqlite/sqlite_queue.h"
+#include "relay/forward.h"
 #include "relay/message.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
@@ -26,16 +27,10 @@ bool IsEventRowKey(const Item& keys, std::string* tenant) {
   return true;
 }
 
-struct Planned {
-  bool poison = false;
+struct Planned : relay_internal::Forward {
   std::string tenant;
   int64_t seq = 0;
   std::string event_id;
-  std::string body;
-  std::string reason;  // poison
-  std::string sequence_number;
-  Item keys;
-  int64_t created_ms = 0;
 };
 
 }  // namespace
@@ -46,7 +41,8 @@ absl::Status RelayOptions::Validate() const {
     return absl::InvalidArgumentError(fmt::format("relay.batch: must be 1..1000, got {}", batch));
   }
   if (queue.size() < 6 || queue.substr(queue.size() - 5) != ".fifo") {
-    return absl::InvalidArgumentError(fmt::format("relay.queue: must be a FIFO queue name ending in .fifo, got \"{}\"", queue));
+    return absl::InvalidArgumentError(
+        fmt::format("relay.queue: must be a FIFO queue name ending in .fifo, got \"{}\"", queue));
   }
   return absl::OkStatus();
 }
@@ -58,7 +54,7 @@ struct ChangeFeedRelay::Impl {
   RelayOptions o;
   int64_t max_message_size = 1 << 20;
   bool loaded = false;
-  std::string checkpoint;                   // change sequence number ("" = start)
+  std::string checkpoint;                      // change sequence number ("" = start)
   std::map<std::string, int64_t> tenant_last;  // last forwarded seq per tenant
 
   Item StateKey(const std::string& sk) const {
@@ -129,9 +125,12 @@ struct ChangeFeedRelay::Impl {
   // Turns one event row item into a planned message (or a poison entry).
   Planned FromItem(const ChangeRecord& rec, const Item& item, const std::string& tenant) {
     auto env = EnvelopeFromItem(item);
-    if (!env.ok()) return Poison(rec, fmt::format("malformed event image: {}", std::string(env.status().message())));
+    if (!env.ok())
+      return Poison(rec,
+                    fmt::format("malformed event image: {}", std::string(env.status().message())));
     if (env->tenant != tenant) {
-      return Poison(rec, fmt::format("event tenant \"{}\" does not match its key tenant \"{}\"", env->tenant, tenant));
+      return Poison(rec, fmt::format("event tenant \"{}\" does not match its key tenant \"{}\"",
+                                     env->tenant, tenant));
     }
     Planned p;
     p.tenant = tenant;
@@ -142,22 +141,28 @@ struct ChangeFeedRelay::Impl {
     p.keys = rec.keys;
     p.created_ms = rec.creation_time_ms;
     if (static_cast<int64_t>(p.body.size()) > max_message_size) {
-      return Poison(rec, fmt::format("message of {} bytes exceeds the queue's maximum message size of {} bytes",
-                                     p.body.size(), max_message_size));
+      return Poison(
+          rec,
+          fmt::format("message of {} bytes exceeds the queue's maximum message size of {} bytes",
+                      p.body.size(), max_message_size));
     }
     return p;
   }
 };
 
-ChangeFeedRelay::ChangeFeedRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock, RelayOptions options)
+ChangeFeedRelay::ChangeFeedRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock,
+                                 RelayOptions options)
     : impl_(new Impl{store, queue, clock ? clock : Clock::Real(), std::move(options)}) {}
 
 ChangeFeedRelay::~ChangeFeedRelay() { Stop(); }
 
-absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> ChangeFeedRelay::Open(SqliteStore* store, SqliteQueue* queue,
-                                                                       Clock* clock, RelayOptions options) {
+absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> ChangeFeedRelay::Open(SqliteStore* store,
+                                                                       SqliteQueue* queue,
+                                                                       Clock* clock,
+                                                                       RelayOptions options) {
   if (auto s = options.Validate(); !s.ok()) return s;
-  if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok()) return s;
+  if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok())
+    return s;
   auto attrs = queue->GetAttributes(options.queue);
   if (!attrs.ok()) {
     QueueOptions qo;
@@ -178,7 +183,8 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
   auto shards = m.store->change_feed()->ListShards(m.o.events_table);
   if (!shards.ok()) return shards.status();
   if (shards->empty()) return 0;
-  auto batch = m.store->change_feed()->Read(m.o.events_table, (*shards)[0].id, m.checkpoint, m.o.batch);
+  auto batch =
+      m.store->change_feed()->Read(m.o.events_table, (*shards)[0].id, m.checkpoint, m.o.batch);
   if (!batch.ok()) return batch.status();
   if (batch->records.empty()) return 0;
 
@@ -223,7 +229,8 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
         }
         if (f.seq <= last) continue;
         if (f.seq != last + 1) {
-          spdlog::warn("relay {}: tenant {} seq {} missing from the events table", m.o.name, tenant, last + 1);
+          spdlog::warn("relay {}: tenant {} seq {} missing from the events table", m.o.name, tenant,
+                       last + 1);
         }
         last = f.seq;
         ++resequenced;
@@ -236,31 +243,11 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
   std::string new_checkpoint = batch->records.back().sequence_number;
   int64_t now_ms = m.clock->NowMillis();
 
-  int64_t forwarded = 0, errors = 0, newest_created = 0;
+  relay_internal::ForwardCounts counts;
+  const relay_internal::ForwardTarget target{m.store, m.queue, m.o.queue, m.o.name,
+                                             m.o.relay_state_table};
   absl::Status s = m.store->database()->Write([&](sqlite::Conn& c) -> absl::Status {
-    forwarded = errors = 0;
     std::vector<TransactWriteItem> state;
-    for (Planned& p : plan) {
-      if (!p.poison) {
-        if (auto sp = c.Exec("SAVEPOINT relay_msg"); !sp.ok()) return sp;
-        SendMessageRequest msg = relay_internal::EventMessage(p.body, p.tenant, p.event_id);
-        auto sent = m.queue->SendInTransaction(c, m.o.queue, msg);
-        if (sent.ok()) {
-          (void)c.Exec("RELEASE relay_msg");
-          ++forwarded;
-          newest_created = std::max(newest_created, p.created_ms);
-          continue;
-        }
-        (void)c.Exec("ROLLBACK TO relay_msg");
-        (void)c.Exec("RELEASE relay_msg");
-        p.poison = true;
-        p.reason = fmt::format("queue refused the message: {}", std::string(sent.status().message()));
-      }
-      ++errors;
-      state.push_back(TransactWriteItem::Put(
-          m.o.relay_state_table,
-          relay_internal::PoisonRow(m.o.name, p.sequence_number, errors, p.keys, p.reason, p.body, now_ms)));
-    }
     Item cp = m.StateKey("CHECKPOINT");
     cp["seq"] = Value::S(new_checkpoint);
     cp["updated_at"] = Value::N(now_ms);
@@ -270,11 +257,12 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
       row["last_seq"] = Value::N(last);
       state.push_back(TransactWriteItem::Put(m.o.relay_state_table, std::move(row)));
     }
-    for (size_t i = 0; i < state.size(); i += kMaxTransactItems) {
-      TransactWriteRequest req;
-      for (size_t j = i; j < std::min(state.size(), i + kMaxTransactItems); ++j) req.items.push_back(state[j]);
-      if (auto t = m.store->TransactWriteInConn(c, req); !t.ok()) return t;
-    }
+    auto n = relay_internal::ForwardInConn(
+        c, target, plan,
+        [](const Planned& p) { return relay_internal::EventMessage(p.body, p.tenant, p.event_id); },
+        std::move(state), now_ms);
+    if (!n.ok()) return n.status();
+    counts = *n;
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
@@ -283,15 +271,16 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
   for (const auto& [tenant, last] : progress) m.tenant_last[tenant] = last;
   for (const Planned& p : plan) {
     if (p.poison) {
-      spdlog::error("relay {}: cannot forward change record {} (key {}): {}", m.o.name, p.sequence_number,
-                    ddbjson::Encode(p.keys).dump(), p.reason);
+      spdlog::error("relay {}: cannot forward change record {} (key {}): {}", m.o.name,
+                    p.sequence_number, ddbjson::Encode(p.keys).dump(), p.reason);
     }
   }
-  metrics_.forwarded += forwarded;
-  metrics_.errors += errors;
+  metrics_.forwarded += counts.forwarded;
+  metrics_.errors += counts.errors;
   metrics_.skipped += skipped;
   metrics_.resequenced += resequenced;
-  if (newest_created > 0) metrics_.lag_ms = std::max<int64_t>(0, m.clock->NowMillis() - newest_created);
+  if (counts.newest_created_ms > 0)
+    metrics_.lag_ms = std::max<int64_t>(0, m.clock->NowMillis() - counts.newest_created_ms);
   int64_t cp = 0;
   for (char ch : new_checkpoint) cp = cp * 10 + (ch - '0');
   metrics_.checkpoint = cp;
@@ -318,8 +307,9 @@ void ChangeFeedRelay::Start() {
         continue;
       }
       if (*n == 0) {
-        impl_->store->change_feed()->WaitForChanges(impl_->o.events_table, impl_->checkpoint,
-                                                    std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
+        impl_->store->change_feed()->WaitForChanges(
+            impl_->o.events_table, impl_->checkpoint,
+            std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
       }
     }
   });

@@ -7,6 +7,7 @@
 #include "outbox/ddb_json.h"
 #include "outbox/relay.h"
 #include "queue/sqlite/sqlite_queue.h"
+#include "relay/forward.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
 #include "store/sqlite/sqlite_store.h"
@@ -14,26 +15,22 @@
 namespace outbox {
 namespace {
 
-struct PlannedRow {
-  bool poison = false;
-  std::string body;    // message body, or the raw image for a poison record
-  std::string reason;  // poison
-  std::string sequence_number;
-  Item keys;
-  int64_t created_ms = 0;
-};
+using PlannedRow = relay_internal::Forward;
 
 }  // namespace
 
 absl::Status RecordRelayOptions::Validate() const {
   if (name.empty()) return absl::InvalidArgumentError("record_relay.name: must not be empty");
-  if (tables.empty()) return absl::InvalidArgumentError("record_relay.tables: must name at least one table");
+  if (tables.empty())
+    return absl::InvalidArgumentError("record_relay.tables: must name at least one table");
   if (batch < 1 || batch > 1000) {
-    return absl::InvalidArgumentError(fmt::format("record_relay.batch: must be 1..1000, got {}", batch));
+    return absl::InvalidArgumentError(
+        fmt::format("record_relay.batch: must be 1..1000, got {}", batch));
   }
   if (auto s = ValidateQueueName(queue, false); !s.ok()) {
     return absl::InvalidArgumentError(
-        fmt::format("record_relay.queue: must be a standard queue name, got \"{}\": {}", queue, std::string(s.message())));
+        fmt::format("record_relay.queue: must be a standard queue name, got \"{}\": {}", queue,
+                    std::string(s.message())));
   }
   return absl::OkStatus();
 }
@@ -76,9 +73,11 @@ struct RecordChangeRelay::Impl {
     if (it == keys.end() || !it->second.is(Type::S)) return "global";
     const std::string& pk = it->second.s();
     const std::string& prefix = o.tenant_key_prefix;
-    if (prefix.empty() || pk.size() <= prefix.size() || pk.compare(0, prefix.size(), prefix) != 0) return "global";
+    if (prefix.empty() || pk.size() <= prefix.size() || pk.compare(0, prefix.size(), prefix) != 0)
+      return "global";
     size_t end = pk.find('#', prefix.size());
-    std::string t = pk.substr(prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
+    std::string t = pk.substr(prefix.size(),
+                              end == std::string::npos ? std::string::npos : end - prefix.size());
     return t.empty() ? "global" : t;
   }
 
@@ -101,10 +100,12 @@ struct RecordChangeRelay::Impl {
     p.body = body.dump();
     if (static_cast<int64_t>(p.body.size()) > max_message_size) {
       p.poison = true;
-      p.reason = fmt::format("message of {} bytes exceeds the queue's maximum message size of {} bytes",
-                             p.body.size(), max_message_size);
-      p.body = rec.new_image ? ddbjson::Encode(*rec.new_image).dump()
-                             : (rec.old_image ? ddbjson::Encode(*rec.old_image).dump() : std::string());
+      p.reason =
+          fmt::format("message of {} bytes exceeds the queue's maximum message size of {} bytes",
+                      p.body.size(), max_message_size);
+      p.body = rec.new_image
+                   ? ddbjson::Encode(*rec.new_image).dump()
+                   : (rec.old_image ? ddbjson::Encode(*rec.old_image).dump() : std::string());
     }
     return p;
   }
@@ -112,35 +113,42 @@ struct RecordChangeRelay::Impl {
 
 RecordChangeRelay::RecordChangeRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock,
                                      RecordRelayOptions options)
-    : impl_(new Impl{store, queue, clock ? clock : Clock::Real(), std::move(options), 1 << 20, {}, {}, {}}) {}
+    : impl_(new Impl{
+          store, queue, clock ? clock : Clock::Real(), std::move(options), 1 << 20, {}, {}, {}}) {}
 
 RecordChangeRelay::~RecordChangeRelay() { Stop(); }
 
-absl::StatusOr<std::unique_ptr<RecordChangeRelay>> RecordChangeRelay::Open(SqliteStore* store, SqliteQueue* queue,
-                                                                           Clock* clock, RecordRelayOptions options) {
+absl::StatusOr<std::unique_ptr<RecordChangeRelay>> RecordChangeRelay::Open(
+    SqliteStore* store, SqliteQueue* queue, Clock* clock, RecordRelayOptions options) {
   if (auto s = options.Validate(); !s.ok()) return s;
   std::map<std::string, std::string> hash_key;
   for (const std::string& t : options.tables) {
     auto d = store->DescribeTable(t);
     if (!d.ok()) {
       return absl::FailedPreconditionError(
-          fmt::format("record relay: table \"{}\" cannot be relayed: {}", t, std::string(d.status().message())));
+          fmt::format("record relay: table \"{}\" cannot be relayed: {}", t,
+                      std::string(d.status().message())));
     }
     if (!d->spec.stream_enabled) {
-      return absl::FailedPreconditionError(fmt::format(
-          "record relay: table \"{}\" has no change feed; create it with the change feed (stream) enabled", t));
+      return absl::FailedPreconditionError(
+          fmt::format("record relay: table \"{}\" has no change feed; create it with the change "
+                      "feed (stream) enabled",
+                      t));
     }
     hash_key[t] = d->spec.hash_key.name;
   }
-  if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok()) return s;
+  if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok())
+    return s;
   auto attrs = queue->GetAttributes(options.queue);
   if (!attrs.ok()) {
     if (auto s = queue->CreateQueue(options.queue, QueueOptions{}); !s.ok()) return s;
     attrs = queue->GetAttributes(options.queue);
     if (!attrs.ok()) return attrs.status();
   }
-  if (attrs->options.fifo) return absl::InvalidArgumentError("record_relay.queue: must be a standard queue");
-  std::unique_ptr<RecordChangeRelay> r(new RecordChangeRelay(store, queue, clock, std::move(options)));
+  if (attrs->options.fifo)
+    return absl::InvalidArgumentError("record_relay.queue: must be a standard queue");
+  std::unique_ptr<RecordChangeRelay> r(
+      new RecordChangeRelay(store, queue, clock, std::move(options)));
   r->impl_->max_message_size = attrs->options.max_message_size;
   r->impl_->hash_key = std::move(hash_key);
   return r;
@@ -165,54 +173,39 @@ absl::StatusOr<int> RecordChangeRelay::RunOnce() {
     std::string new_checkpoint = batch->records.back().sequence_number;
     int64_t now_ms = m.clock->NowMillis();
 
-    int64_t forwarded = 0, errors = 0, newest_created = 0;
+    relay_internal::ForwardCounts counts;
+    const relay_internal::ForwardTarget target{m.store, m.queue, m.o.queue, m.o.name,
+                                               m.o.relay_state_table};
     absl::Status s = m.store->database()->Write([&](sqlite::Conn& c) -> absl::Status {
-      forwarded = errors = newest_created = 0;
-      std::vector<TransactWriteItem> state;
-      for (PlannedRow& p : plan) {
-        if (!p.poison) {
-          if (auto sp = c.Exec("SAVEPOINT relay_row"); !sp.ok()) return sp;
-          SendMessageRequest msg;
-          msg.body = p.body;
-          auto sent = m.queue->SendInTransaction(c, m.o.queue, msg);
-          if (sent.ok()) {
-            (void)c.Exec("RELEASE relay_row");
-            ++forwarded;
-            newest_created = std::max(newest_created, p.created_ms);
-            continue;
-          }
-          (void)c.Exec("ROLLBACK TO relay_row");
-          (void)c.Exec("RELEASE relay_row");
-          p.poison = true;
-          p.reason = fmt::format("queue refused the message: {}", std::string(sent.status().message()));
-        }
-        ++errors;
-        state.push_back(TransactWriteItem::Put(
-            m.o.relay_state_table,
-            relay_internal::PoisonRow(m.o.name, p.sequence_number, errors, p.keys, p.reason, p.body, now_ms)));
-      }
       Item cpi = m.StateKey(table);
       cpi["seq"] = Value::S(new_checkpoint);
       cpi["updated_at"] = Value::N(now_ms);
+      std::vector<TransactWriteItem> state;
       state.push_back(TransactWriteItem::Put(m.o.relay_state_table, std::move(cpi)));
-      for (size_t i = 0; i < state.size(); i += kMaxTransactItems) {
-        TransactWriteRequest req;
-        for (size_t j = i; j < std::min(state.size(), i + kMaxTransactItems); ++j) req.items.push_back(state[j]);
-        if (auto t = m.store->TransactWriteInConn(c, req); !t.ok()) return t;
-      }
+      auto n = relay_internal::ForwardInConn(
+          c, target, plan,
+          [](const PlannedRow& p) {
+            SendMessageRequest msg;
+            msg.body = p.body;
+            return msg;
+          },
+          std::move(state), now_ms);
+      if (!n.ok()) return n.status();
+      counts = *n;
       return absl::OkStatus();
     });
     if (!s.ok()) return s;
     m.checkpoint[table] = new_checkpoint;
     for (const PlannedRow& p : plan) {
       if (p.poison) {
-        spdlog::error("record relay {}: cannot forward change record {} of table {} (key {}): {}", m.o.name,
-                      p.sequence_number, table, ddbjson::Encode(p.keys).dump(), p.reason);
+        spdlog::error("record relay {}: cannot forward change record {} of table {} (key {}): {}",
+                      m.o.name, p.sequence_number, table, ddbjson::Encode(p.keys).dump(), p.reason);
       }
     }
-    metrics_.forwarded += forwarded;
-    metrics_.errors += errors;
-    if (newest_created > 0) metrics_.lag_ms = std::max<int64_t>(0, m.clock->NowMillis() - newest_created);
+    metrics_.forwarded += counts.forwarded;
+    metrics_.errors += counts.errors;
+    if (counts.newest_created_ms > 0)
+      metrics_.lag_ms = std::max<int64_t>(0, m.clock->NowMillis() - counts.newest_created_ms);
     processed += static_cast<int>(batch->records.size());
   }
   return processed;
@@ -240,8 +233,8 @@ void RecordChangeRelay::Start() {
       if (*n == 0) {
         // Several tables: wait on the first, bounded, so the others are polled too.
         const std::string& t = impl_->o.tables.front();
-        impl_->store->change_feed()->WaitForChanges(t, impl_->checkpoint[t],
-                                                    std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
+        impl_->store->change_feed()->WaitForChanges(
+            t, impl_->checkpoint[t], std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
       }
     }
   });

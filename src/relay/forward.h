@@ -1,0 +1,86 @@
+// "Send a batch + record its poison + move the checkpoint" in ONE embedded
+// commit — the body shared by the change-feed relay and the record-change
+// relay (docs/RELAY.md). Each message goes into the queue inside the caller's
+// SQLite write (Queue::SendInTransaction) under its own savepoint, so a
+// message the queue refuses becomes a poison record instead of failing the
+// batch; then the poison rows and the caller's state rows (checkpoints,
+// per-tenant progress) are written in the same commit.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "queue/sqlite/sqlite_queue.h"
+#include "relay/poison.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace outbox::relay_internal {
+
+// One change record on its way to the queue.
+struct Forward {
+  bool poison = false;
+  std::string body;    // message body, or the raw image of a poison record
+  std::string reason;  // why it is poison
+  std::string sequence_number;
+  Item keys;
+  int64_t created_ms = 0;
+};
+
+struct ForwardTarget {
+  SqliteStore* store;
+  SqliteQueue* queue;
+  std::string queue_name;
+  std::string relay_name;
+  std::string state_table;
+};
+
+struct ForwardCounts {
+  int64_t forwarded = 0;
+  int64_t errors = 0;             // poison records written
+  int64_t newest_created_ms = 0;  // of the forwarded records
+};
+
+// Runs inside `store->database()->Write`. `make_message(entry)` builds the
+// SendMessageRequest of a non-poison entry; entries the queue refuses are
+// marked poison (with the queue's reason) in `plan`.
+template <class Entry, class MakeMessage>
+absl::StatusOr<ForwardCounts> ForwardInConn(sqlite::Conn& c, const ForwardTarget& t,
+                                            std::vector<Entry>& plan, MakeMessage make_message,
+                                            std::vector<TransactWriteItem> state, int64_t now_ms) {
+  ForwardCounts n;
+  std::vector<TransactWriteItem> rows;
+  for (Entry& p : plan) {
+    Forward& f = p;
+    if (!f.poison) {
+      if (auto sp = c.Exec("SAVEPOINT relay_msg"); !sp.ok()) return sp;
+      auto sent = t.queue->SendInTransaction(c, t.queue_name, make_message(p));
+      if (sent.ok()) {
+        (void)c.Exec("RELEASE relay_msg");
+        ++n.forwarded;
+        n.newest_created_ms = std::max(n.newest_created_ms, f.created_ms);
+        continue;
+      }
+      (void)c.Exec("ROLLBACK TO relay_msg");
+      (void)c.Exec("RELEASE relay_msg");
+      f.poison = true;
+      f.reason = fmt::format("queue refused the message: {}", std::string(sent.status().message()));
+    }
+    ++n.errors;
+    rows.push_back(TransactWriteItem::Put(
+        t.state_table,
+        PoisonRow(t.relay_name, f.sequence_number, n.errors, f.keys, f.reason, f.body, now_ms)));
+  }
+  for (auto& s : state) rows.push_back(std::move(s));
+  for (size_t i = 0; i < rows.size(); i += kMaxTransactItems) {
+    TransactWriteRequest req;
+    for (size_t j = i; j < std::min(rows.size(), i + kMaxTransactItems); ++j)
+      req.items.push_back(std::move(rows[j]));
+    if (auto w = t.store->TransactWriteInConn(c, req); !w.ok()) return w;
+  }
+  return n;
+}
+
+}  // namespace outbox::relay_internal
