@@ -1,0 +1,784 @@
+// `outbox demo petshop [--chaos] [-o json]`: the whole guarantee in seconds,
+// in process, on the reference domain (examples/petshop/outbox.toml,
+// docs/DEMO.md). Households (tenants) place orders and pay, each event
+// committed with its order row; com.payment_completed fans out to four
+// DURABLE subscriptions, com.order_placed to an audit subscription, and the
+// order rows' changes feed a BEST_EFFORT subscription.
+//
+// With --chaos: a flaky failure (book-shipment fails the first attempt of
+// every 5th order), a terminal failure (notify-buyer: a bounced buyer email),
+// a worker PROCESS (this binary re-executed with a hidden flag) killed with
+// SIGKILL while it holds a claim mid-handler, and duplicate deliveries
+// (stored event rows sent to the queue again under a new dedup id). At the
+// end the handler is "fixed", the dead letters are redriven, and a report is
+// printed. Every number of the report is read back from the store: effect
+// rows (one per (event, subscription), with a run counter that commits with
+// the inbox completion), inbox rows, dead-letter rows and the event log.
+//
+// Exit 0 when duplicates = lost = dead after redrive = 0, every subscription
+// has one effect per matching event and every chain is intact; 1 otherwise;
+// 2 usage; 3 the database could not be opened.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "cli/registry.h"
+#include "config/daemon_config.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "outbox/engine.h"
+#include "outbox/envelope_codec.h"
+#include "outbox/inbox.h"
+#include "outbox/ops.h"
+#include "outbox/relay.h"
+#include "outbox/worker.h"
+#include "queue/sqlite/sqlite_queue.h"
+#include "relay/message.h"
+#include "routing/router.h"
+#include "spdlog/spdlog.h"
+#include "sqlite/database.h"
+#include "store/sqlite/sqlite_store.h"
+#include "util/absl_compat.h"
+
+namespace outbox::cli {
+namespace {
+
+using nlohmann::json;
+
+// The demo's own FIFO queue: short visibility so that the killed worker's
+// messages come back in seconds (outbox serve keeps outbox-events.fifo).
+constexpr const char* kDemoQueue = "petshop-demo.fifo";
+constexpr const char* kDemoDlq = "petshop-demo-dlq.fifo";
+constexpr const char* kEffects = "petshop_effects";
+constexpr absl::Duration kVisibility = absl::Seconds(3);
+constexpr absl::Duration kLease = absl::Seconds(2);
+constexpr absl::Duration kHandlerTimeout = absl::Seconds(1);
+constexpr int kChildHangAfter = 6;  // the child hangs in its 6th handler run
+const char* const kBounced = "bounced@example.invalid";
+
+struct DemoFlags {
+  std::string db = "./outbox-data/petshop.db";
+  std::string config = "examples/petshop/outbox.toml";
+  int households = 6;
+  int orders = 10;
+  bool chaos = false;
+  std::string output = "table";
+  int child_fd = -1;  // internal: the worker process to be killed reports on this fd
+};
+
+struct Observed {
+  bool chaos = false;
+  std::atomic<bool> fixed{false};
+  int hang_after = 0;  // child only: hang in this handler run (after telling the parent)
+  int notify_fd = -1;
+  std::atomic<int> runs{0};
+};
+
+int64_t PayloadInt(const Envelope& e, const std::string& field) {
+  auto it = e.payload.m().find(field);
+  int64_t v = 0;
+  if (it != e.payload.m().end() && it->second.is(Type::N)) it->second.n().ToInt64(&v);
+  return v;
+}
+
+std::string PayloadStr(const Envelope& e, const std::string& field) {
+  auto it = e.payload.m().find(field);
+  return it != e.payload.m().end() && it->second.is(Type::S) ? it->second.s() : "";
+}
+
+// Every DURABLE handler of the demo: the effect is one row per
+// (event, subscription) whose `runs` counter is ADDed in the same transaction
+// as the inbox completion — an effect committed twice would show runs = 2.
+Handler DurableHandler(const std::string& name, Observed* obs) {
+  return [name, obs](HandlerContext& ctx, const Envelope& e) -> absl::Status {
+    const int n = ++obs->runs;
+    if (obs->hang_after > 0 && n == obs->hang_after) {
+      // The process to be killed: tell the parent a claim is held mid-handler, then hang.
+      (void)!write(obs->notify_fd, "H", 1);
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    if (obs->chaos && name == "book-shipment" && ctx.attempt() == 1 &&
+        PayloadInt(e, "n") % 5 == 1) {
+      return absl::UnavailableError("carrier API timed out (chaos: flaky, first attempt)");
+    }
+    if (obs->chaos && name == "notify-buyer" && !obs->fixed.load() &&
+        PayloadStr(e, "buyer") == kBounced) {
+      return TerminalError("buyer email bounced (chaos: terminal until the handler is fixed)");
+    }
+    TransactWriteItem w;
+    w.kind = TransactWriteItem::Kind::kUpdate;
+    w.table = kEffects;
+    w.item = Item{{"pk", Value::S(ctx.idempotency_key())}};
+    w.update =
+        "ADD #runs :one SET #t = :t, #s = :s, #pid = :pid, #done = :done, #occ = :occ, #att = :att";
+    w.args.names = {{"#runs", "runs"},      {"#t", "tenant"},        {"#s", "subscription"},
+                    {"#pid", "worker_pid"}, {"#done", "done_at_ms"}, {"#occ", "occurred_at_ms"},
+                    {"#att", "attempt"}};
+    w.args.values = {{":one", Value::N(int64_t{1})},
+                     {":t", Value::S(e.tenant)},
+                     {":s", Value::S(name)},
+                     {":pid", Value::N(static_cast<int64_t>(getpid()))},
+                     {":done", Value::N(Clock::Real()->NowMillis())},
+                     {":occ", Value::N(e.occurred_at_ms)},
+                     {":att", Value::N(static_cast<int64_t>(ctx.attempt()))}};
+    return ctx.AddWrite(std::move(w));
+  };
+}
+
+struct Stack {
+  std::shared_ptr<sqlite::Database> db;
+  std::unique_ptr<SqliteStore> store;
+  std::unique_ptr<SqliteQueue> queue;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Inbox> inbox;
+  routing::Router router;
+  std::atomic<int64_t> row_changes{0};
+};
+
+WorkerOptions DemoWorkerOptions(const std::string& owner) {
+  WorkerOptions o;
+  o.queue = kDemoQueue;
+  o.threads = 4;
+  o.receivers = 2;
+  o.wait = absl::Milliseconds(200);
+  o.max_receive_count = 10;
+  o.backoff_with_visibility = true;
+  o.owner = owner;
+  return o;
+}
+
+absl::Status EnsureTable(Store* store, const TableSpec& spec) {
+  auto tables = store->ListTables();
+  if (!tables.ok()) return tables.status();
+  if (std::find(tables->begin(), tables->end(), spec.name) != tables->end())
+    return absl::OkStatus();
+  auto s = store->CreateTable(spec);
+  return s.code() == absl::StatusCode::kAlreadyExists ? absl::OkStatus() : s;
+}
+
+absl::Status OpenStack(const DemoFlags& f, const config::DaemonConfig& cfg, Observed* obs,
+                       Stack* st) {
+  std::error_code ec;
+  auto parent = std::filesystem::path(f.db).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  sqlite::DatabaseOptions dbo;
+  dbo.path = f.db;
+  auto db = sqlite::Database::Open(dbo);
+  if (!db.ok()) return db.status();
+  st->db = *db;
+  auto store = SqliteStore::Open(st->db, Clock::Real());
+  if (!store.ok()) return store.status();
+  st->store = *std::move(store);
+  auto queue = SqliteQueue::Open(st->db, Clock::Real());
+  if (!queue.ok()) return queue.status();
+  st->queue = *std::move(queue);
+  EngineOptions eo;
+  eo.events_table = cfg.events_table;
+  eo.inbox_table = cfg.inbox_table;
+  eo.dead_letters_table = cfg.dead_letters_table;
+  eo.relay_state_table = cfg.relay_state_table;
+  eo.strict_catalog = cfg.strict && cfg.catalog.catalog.size() > 0;
+  for (const auto& t : cfg.catalog.catalog.List()) eo.declared_types.insert(t.type);
+  auto engine = Engine::Open(st->store.get(), eo);
+  if (!engine.ok()) return engine.status();
+  st->engine = *std::move(engine);
+  if (auto s = st->engine->EnsureTables(); !s.ok()) return s;
+  InboxOptions io;
+  io.table = cfg.inbox_table;
+  io.dead_letters_table = cfg.dead_letters_table;
+  st->inbox = std::make_unique<Inbox>(st->store.get(), Clock::Real(), io);
+  if (auto s = st->inbox->EnsureTables(); !s.ok()) return s;
+  TableSpec effects;
+  effects.name = kEffects;
+  effects.hash_key = {"pk", Type::S};
+  if (auto s = EnsureTable(st->store.get(), effects); !s.ok()) return s;
+  for (const auto& t : cfg.record_tables) {
+    TableSpec o;
+    o.name = t;
+    o.hash_key = {"pk", Type::S};
+    o.range_key = KeyAttribute{"sk", Type::S};
+    o.stream_enabled = true;
+    if (auto s = EnsureTable(st->store.get(), o); !s.ok()) return s;
+  }
+  if (!st->queue->GetAttributes(kDemoQueue).ok()) {
+    QueueOptions d;
+    d.fifo = true;
+    if (auto s = st->queue->CreateQueue(kDemoDlq, d);
+        !s.ok() && s.code() != absl::StatusCode::kAlreadyExists) {
+      return s;
+    }
+    QueueOptions q;
+    q.fifo = true;
+    q.visibility_timeout = kVisibility;
+    q.redrive = RedrivePolicy{kDemoDlq, 10};
+    if (auto s = st->queue->CreateQueue(kDemoQueue, q);
+        !s.ok() && s.code() != absl::StatusCode::kAlreadyExists) {
+      return s;
+    }
+  }
+  for (Subscription sub : cfg.catalog.subscriptions) {
+    if (sub.lane == Lane::kDurable) {
+      sub.options.lease = kLease;
+      sub.options.handler_timeout = kHandlerTimeout;
+      sub.handler = DurableHandler(sub.name, obs);
+    } else if (sub.lane == Lane::kBestEffort) {
+      sub.handler = [st](HandlerContext&, const Envelope&) {
+        st->row_changes.fetch_add(1);
+        return absl::OkStatus();
+      };
+    } else {
+      continue;
+    }
+    if (auto s = st->router.Add(std::move(sub)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// The worker process that --chaos kills: this binary re-executed. Runs a
+// worker; its kChildHangAfter-th handler run tells the parent and hangs.
+int ChildWorker(const DemoFlags& f, const config::DaemonConfig& cfg) {
+  spdlog::set_level(spdlog::level::off);
+  Observed obs;
+  obs.chaos = true;
+  obs.hang_after = kChildHangAfter;
+  obs.notify_fd = f.child_fd;
+  Stack st;
+  if (!OpenStack(f, cfg, &obs, &st).ok()) return kExitUnavailable;
+  DurableWorker w(st.store.get(), st.queue.get(), st.inbox.get(), &st.router, Clock::Real(),
+                  DemoWorkerOptions(fmt::format("demo-child-{}", getpid())));
+  if (!w.Start().ok()) return kExitUnavailable;
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+double Percentile(std::vector<int64_t> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return static_cast<double>(v[std::min(i, v.size() - 1)]);
+}
+
+struct Work {
+  Envelope event;
+  std::string subscription;
+  InboxKey key() const { return InboxKey{event.id, subscription, event.tenant}; }
+};
+
+int RunDemo(const DemoFlags& f) {
+  auto cfg = config::LoadDaemonConfig(f.config);
+  if (!cfg.ok()) {
+    std::cerr << "outbox demo petshop: " << cfg.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (f.child_fd >= 0) return ChildWorker(f, *cfg);
+  spdlog::set_level(spdlog::level::off);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto secs = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto say = [&](const std::string& s) {
+    if (f.output == "table") std::cerr << fmt::format("[{:5.1f}s] {}\n", secs(), s);
+  };
+  Observed obs;
+  obs.chaos = f.chaos;
+  Stack st;
+  if (auto s = OpenStack(f, *cfg, &obs, &st); !s.ok()) {
+    std::cerr << "outbox demo petshop: " << f.db << ": " << s.message() << "\n";
+    return kExitUnavailable;
+  }
+  const std::string run = fmt::format("demo-{}", Clock::Real()->NowMillis());
+  say(fmt::format("{} on {} (run {})", f.chaos ? "chaos demo" : "demo", f.db, run));
+
+  // Relay (events -> the demo queue), record relay + consumer (order rows -> BEST_EFFORT).
+  RelayOptions ro;
+  ro.events_table = cfg->events_table;
+  ro.relay_state_table = cfg->relay_state_table;
+  ro.queue = kDemoQueue;
+  ro.idle_wait = absl::Milliseconds(50);
+  auto relay = ChangeFeedRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), ro);
+  if (!relay.ok()) {
+    std::cerr << "outbox demo petshop: relay: " << relay.status().message() << "\n";
+    return kExitUnavailable;
+  }
+  std::unique_ptr<RecordChangeRelay> records;
+  std::unique_ptr<RecordChangeConsumer> consumer;
+  if (!cfg->record_tables.empty()) {
+    RecordRelayOptions rro;
+    rro.tables = cfg->record_tables;
+    rro.tenant_key_prefix = cfg->tenant_key_prefix;
+    rro.queue = cfg->records_queue;
+    rro.relay_state_table = cfg->relay_state_table;
+    rro.idle_wait = absl::Milliseconds(50);
+    auto r = RecordChangeRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), rro);
+    if (!r.ok()) {
+      std::cerr << "outbox demo petshop: records: " << r.status().message() << "\n";
+      return kExitUnavailable;
+    }
+    records = *std::move(r);
+    RecordConsumerOptions rco;
+    rco.queue = cfg->records_queue;
+    rco.wait = absl::Milliseconds(200);
+    consumer =
+        std::make_unique<RecordChangeConsumer>(st.queue.get(), &st.router, Clock::Real(), rco);
+  }
+  (*relay)->Start();
+  if (records) records->Start();
+  if (consumer) {
+    if (auto s = consumer->Start(); !s.ok()) {
+      std::cerr << "outbox demo petshop: records consumer: " << s.message() << "\n";
+      return kExitUnavailable;
+    }
+  }
+
+  // Chaos: the worker process that will be killed.
+  pid_t child = -1;
+  int child_pipe = -1;
+  if (f.chaos) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+      std::cerr << "outbox demo petshop: pipe failed\n";
+      return kExitUnavailable;
+    }
+    const std::string fd_arg = std::to_string(fds[1]);
+    child = fork();
+    if (child == 0) {
+      close(fds[0]);
+      int devnull = open("/dev/null", O_WRONLY);
+      if (devnull >= 0) {
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+      }
+      execl("/proc/self/exe", "outbox", "demo", "petshop", "--db", f.db.c_str(), "--config",
+            f.config.c_str(), "--child-worker-fd", fd_arg.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(fds[1]);
+    child_pipe = fds[0];
+    say(fmt::format("chaos: worker process {} started (it will be killed with SIGKILL mid-handler)",
+                    child));
+  }
+
+  // This process's worker: without --chaos it runs while the households shop;
+  // with --chaos it starts once the worker process is dead.
+  DurableWorker worker(st.store.get(), st.queue.get(), st.inbox.get(), &st.router, Clock::Real(),
+                       DemoWorkerOptions(fmt::format("demo-{}", getpid())));
+  if (!f.chaos) {
+    if (auto s = worker.Start(); !s.ok()) {
+      std::cerr << "outbox demo petshop: worker: " << s.message() << "\n";
+      return kExitUnavailable;
+    }
+    say("worker started: claim -> handler -> complete through the inbox");
+  }
+
+  // Emit: households place orders and pay; each event commits with its order row.
+  std::atomic<int> emit_errors{0};
+  std::string first_emit_error;
+  std::mutex err_mu;
+  std::vector<std::thread> shoppers;
+  for (int h = 1; h <= f.households; ++h) {
+    shoppers.emplace_back([&, h] {
+      const std::string tenant = fmt::format("household-{}", h);
+      for (int o = 1; o <= f.orders; ++o) {
+        const std::string order = fmt::format("{}-{}", run, o);
+        const bool pet = (h + o) % 3 == 0;
+        const bool bounced = f.chaos && ((h == 1 && o == 2) || (h == 2 && o == 5 && f.orders >= 5));
+        const std::string buyer = bounced ? kBounced : fmt::format("buyer@household-{}.example", h);
+        RequestContext ctx{tenant, run, "shop"};
+        const Value pk =
+            Value::S(fmt::format("{}{}#ORDER#{}", cfg->tenant_key_prefix, tenant, order));
+        TransactWriteItem put;
+        put.kind = TransactWriteItem::Kind::kPut;
+        put.table = cfg->record_tables.empty() ? std::string(kEffects) : cfg->record_tables.front();
+        put.item = Item{{"pk", pk}, {"sk", Value::S("ORDER")}, {"status", Value::S("PLACED")}};
+        put.condition = "attribute_not_exists(pk)";
+        Value payload =
+            Value::M({{"order", Value::S(order)},
+                      {"n", Value::N(static_cast<int64_t>(o))},
+                      {"amount", Value::N(Decimal::Parse(fmt::format("{}.99", 10 + o)).value())},
+                      {"has_pet", Value::Bool(pet)},
+                      {"buyer", Value::S(buyer)}});
+        std::vector<TransactWriteItem> writes;
+        if (!cfg->record_tables.empty()) writes.push_back(put);
+        auto placed = st.engine->Emit(ctx, "com.order_placed", payload, writes);
+        absl::StatusOr<Envelope> paid = placed;
+        if (placed.ok()) {
+          std::vector<TransactWriteItem> pay;
+          if (!cfg->record_tables.empty()) {
+            TransactWriteItem u;
+            u.kind = TransactWriteItem::Kind::kUpdate;
+            u.table = put.table;
+            u.item = Item{{"pk", pk}, {"sk", Value::S("ORDER")}};
+            u.update = "SET #s = :paid";
+            u.condition = "#s = :placed";
+            u.args.names = {{"#s", "status"}};
+            u.args.values = {{":paid", Value::S("PAID")}, {":placed", Value::S("PLACED")}};
+            pay.push_back(std::move(u));
+          }
+          ctx.actor = "payments";
+          paid = st.engine->Emit(ctx, "com.payment_completed", payload, pay);
+        }
+        if (!placed.ok() || !paid.ok()) {
+          ++emit_errors;
+          std::lock_guard<std::mutex> l(err_mu);
+          if (first_emit_error.empty()) {
+            first_emit_error = ToStd((placed.ok() ? paid.status() : placed.status()).message());
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : shoppers) t.join();
+  say(fmt::format("{} households placed and paid {} orders ({} emit errors)", f.households,
+                  f.households * f.orders, emit_errors.load()));
+  if (emit_errors.load() > 0) say("first emit error: " + first_emit_error);
+
+  // The committed events of this run, read back from the log.
+  std::vector<Envelope> events;
+  std::vector<std::string> tenants;
+  for (int h = 1; h <= f.households; ++h) {
+    tenants.push_back(fmt::format("household-{}", h));
+    auto log = st.engine->ReadLog(tenants.back(), 1, 0);
+    if (!log.ok()) {
+      std::cerr << "outbox demo petshop: read log: " << log.status().message() << "\n";
+      return kExitUnavailable;
+    }
+    for (auto& e : *log) {
+      if (e.correlation_id == run) events.push_back(std::move(e));
+    }
+  }
+  std::map<std::string, Work> work;  // idempotency key -> work item (every DURABLE match)
+  std::map<std::string, int64_t> expected_per_sub;
+  int64_t row_changes_expected = 0;
+  for (const Envelope& e : events) {
+    for (const Subscription* s : st.router.Match(e, Lane::kDurable)) {
+      work[e.id + ":" + s->name] = Work{e, s->name};
+      ++expected_per_sub[s->name];
+    }
+    if (!cfg->record_tables.empty())
+      ++row_changes_expected;  // INSERT with order_placed, MODIFY with payment
+  }
+  for (const Subscription* s : st.router.All()) {
+    if (s->lane == Lane::kDurable) expected_per_sub.emplace(s->name, 0);
+  }
+
+  // Chaos: wait until the worker process holds a claim mid-handler, then SIGKILL it.
+  bool killed = false;
+  bool child_hung = false;
+  int64_t orphaned_claims = 0;
+  int64_t effects_by_killed = 0;
+  const std::string child_owner = fmt::format("demo-child-{}", child);
+  if (child > 0) {
+    pollfd p{child_pipe, POLLIN, 0};
+    char c = 0;
+    if (poll(&p, 1, 60000) == 1 && read(child_pipe, &c, 1) == 1 && c == 'H') child_hung = true;
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    close(child_pipe);
+    killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+    // What the dead process left behind, read from the store.
+    for (const auto& [key, w] : work) {
+      auto row = st.inbox->Get(w.key());
+      if (row.ok() && row->has_value() && (*row)->status == InboxStatus::kPending &&
+          (*row)->owner == child_owner) {
+        ++orphaned_claims;
+      }
+    }
+    say(fmt::format("chaos: worker process {} killed with SIGKILL ({} claim(s) left mid-handler)",
+                    child, orphaned_claims));
+  }
+
+  if (f.chaos) {
+    if (auto s = worker.Start(); !s.ok()) {
+      std::cerr << "outbox demo petshop: worker: " << s.message() << "\n";
+      return kExitUnavailable;
+    }
+    say("worker started: claim -> handler -> complete through the inbox");
+  }
+
+  // Waits until every key is final (COMPLETED or DEAD); fills `dead`. Returns the unsettled count.
+  auto settle = [&](const std::set<std::string>& keys, double budget_s,
+                    std::set<std::string>* dead) {
+    std::set<std::string> open = keys;
+    const double until = secs() + budget_s;
+    while (!open.empty()) {
+      for (auto it = open.begin(); it != open.end();) {
+        auto row = st.inbox->Get(work.at(*it).key());
+        if (row.ok() && row->has_value() &&
+            ((*row)->status == InboxStatus::kCompleted || (*row)->status == InboxStatus::kDead)) {
+          if ((*row)->status == InboxStatus::kDead) dead->insert(*it);
+          it = open.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (open.empty() || secs() > until) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return open.size();
+  };
+
+  // Chaos: duplicate deliveries — the stored rows of completed events sent to the queue again.
+  int64_t duplicates_sent = 0;
+  if (f.chaos) {
+    std::set<std::string> first;
+    for (const auto& [key, w] : work) {
+      if (first.size() >= 4) break;
+      if (w.subscription == "mirror-to-shop") first.insert(key);
+    }
+    std::set<std::string> ignore;
+    settle(first, 30, &ignore);
+    for (const auto& key : first) {
+      const Envelope& e = work.at(key).event;
+      GetRequest get;
+      get.table = cfg->events_table;
+      get.key = Item{{"pk", Value::S(EventPk(e.tenant))}, {"sk", Value::S(SeqSortKey(e.seq))}};
+      get.consistent_read = true;
+      auto row = st.store->GetItem(get);
+      if (!row.ok() || !row->has_value()) continue;
+      auto m = relay_internal::EventMessage(relay_internal::EventMessageBody(**row), e.tenant,
+                                            e.id + "-duplicate");
+      if (st.queue->Send(kDemoQueue, m).ok()) ++duplicates_sent;
+    }
+    say(fmt::format("chaos: {} duplicate deliveries of completed events sent to the queue",
+                    duplicates_sent));
+  }
+
+  std::set<std::string> all_keys;
+  for (const auto& [k, _] : work) all_keys.insert(k);
+  std::set<std::string> dead_seen;
+  const size_t unsettled = settle(all_keys, 120, &dead_seen);
+  say(fmt::format("first pass settled ({} unsettled): {} dead", unsettled, dead_seen.size()));
+
+  // Dead letters of this run, from the dead-letter table.
+  ops::OpsOptions oo;
+  oo.queue = kDemoQueue;
+  ops::Ops ops(st.engine.get(), st.store.get(), st.queue.get(), &st.router, Clock::Real(), oo);
+  auto count_dead = [&]() -> int64_t {
+    if (dead_seen.empty()) return 0;
+    ops::DeadLetterFilter sel;
+    sel.tenants = tenants;
+    for (const auto& k : dead_seen) sel.event_ids.push_back(work.at(k).event.id);
+    auto n = ops.CountDeadLetters(sel);
+    return n.ok() ? *n : -1;
+  };
+  const int64_t dead_before = count_dead();
+
+  // The fix and the redrive.
+  obs.fixed = true;
+  int64_t redriven = 0;
+  if (!dead_seen.empty()) {
+    ops::DeadLetterFilter sel;
+    sel.tenants = tenants;
+    for (const auto& k : dead_seen) sel.event_ids.push_back(work.at(k).event.id);
+    auto r = ops.Redrive(sel);
+    if (!r.ok()) {
+      say(fmt::format("redrive failed: {}", ToStd(r.status().message())));
+    } else {
+      redriven = r->reset;
+    }
+    say(fmt::format("handler fixed; redrove {} dead letter(s)", redriven));
+    std::set<std::string> again;
+    settle(dead_seen, 60, &again);
+  }
+  const int64_t dead_after = count_dead();
+
+  // Drain: the queue empty (duplicates consumed), the BEST_EFFORT consumer caught up.
+  for (const double until = secs() + 30; secs() < until;) {
+    auto a = st.queue->GetAttributes(kDemoQueue);
+    const bool queue_empty = a.ok() && a->visible + a->in_flight + a->delayed == 0;
+    if (queue_empty && st.row_changes.load() >= row_changes_expected) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto qa = st.queue->GetAttributes(kDemoQueue);
+  const bool queue_drained = qa.ok() && qa->visible + qa->in_flight + qa->delayed == 0;
+  worker.Stop();
+  if (consumer) consumer->Stop();
+  if (records) records->Stop();
+  (*relay)->Stop();
+
+  // ---- the report, read back from the store ----
+  std::map<std::string, json> per_sub;
+  for (const auto& [name, n] : expected_per_sub) {
+    per_sub[name] = {{"subscription", name}, {"expected", n}, {"effects", 0}, {"runs", 0},
+                     {"duplicates", 0},      {"lost", 0},     {"retried", 0}, {"dead", 0}};
+  }
+  int64_t duplicates = 0, lost = 0, retried = 0;
+  std::vector<int64_t> latencies;
+  for (const auto& [key, w] : work) {
+    json& s = per_sub[w.subscription];
+    GetRequest get;
+    get.table = kEffects;
+    get.key = Item{{"pk", Value::S(key)}};
+    get.consistent_read = true;
+    auto item = st.store->GetItem(get);
+    auto row = st.inbox->Get(w.key());
+    if (row.ok() && row->has_value() && (*row)->status == InboxStatus::kDead)
+      s["dead"] = s["dead"].get<int64_t>() + 1;
+    if (!item.ok() || !item->has_value()) {
+      ++lost;
+      s["lost"] = s["lost"].get<int64_t>() + 1;
+      continue;
+    }
+    auto num = [&](const char* a) {
+      auto it = (*item)->find(a);
+      int64_t v = 0;
+      if (it != (*item)->end() && it->second.is(Type::N)) it->second.n().ToInt64(&v);
+      return v;
+    };
+    const int64_t runs = num("runs");
+    s["effects"] = s["effects"].get<int64_t>() + 1;
+    s["runs"] = s["runs"].get<int64_t>() + runs;
+    if (runs > 1) {
+      duplicates += runs - 1;
+      s["duplicates"] = s["duplicates"].get<int64_t>() + runs - 1;
+    }
+    if (num("attempt") > 1) {
+      ++retried;
+      s["retried"] = s["retried"].get<int64_t>() + 1;
+    }
+    if (child > 0 && num("worker_pid") == child) ++effects_by_killed;
+    latencies.push_back(num("done_at_ms") - num("occurred_at_ms"));
+  }
+  json subs = json::array();
+  bool every_sub_complete = true;
+  for (auto& [name, s] : per_sub) {
+    every_sub_complete = every_sub_complete && s["effects"] == s["expected"];
+    subs.push_back(s);
+  }
+  json chains = json::array();
+  bool all_intact = true;
+  for (const auto& t : tenants) {
+    auto v = st.engine->VerifyChain(t);
+    const bool ok = v.ok() && v->chain_intact;
+    all_intact = all_intact && ok;
+    chains.push_back({{"tenant", t}, {"chain_intact", ok}, {"events", v.ok() ? v->count : 0}});
+  }
+  const bool pass = duplicates == 0 && lost == 0 && dead_after == 0 && all_intact &&
+                    every_sub_complete && emit_errors.load() == 0 && !events.empty();
+  json report = {
+      {"scenario", "petshop"},
+      {"chaos", f.chaos},
+      {"run", run},
+      {"db", f.db},
+      {"households", f.households},
+      {"orders", f.households * f.orders},
+      {"events", events.size()},
+      {"emit_errors", emit_errors.load()},
+      {"work_items", work.size()},
+      {"subscriptions", subs},
+      {"row_changes", {{"expected", row_changes_expected}, {"handled", st.row_changes.load()}}},
+      {"duplicates", duplicates},
+      {"lost", lost},
+      {"completed_after_retry", retried},
+      {"dead_letters_before_redrive", dead_before},
+      {"redriven", redriven},
+      {"dead_letters_after_redrive", dead_after},
+      {"queue_drained", queue_drained},
+      {"chaos_injected",
+       {{"worker_process_killed", killed},
+        {"killed_worker_pid", child},
+        {"killed_while_in_handler", child_hung},
+        {"claims_left_by_killed_worker", orphaned_claims},
+        {"effects_committed_by_killed_worker", effects_by_killed},
+        {"duplicate_deliveries_sent", duplicates_sent}}},
+      {"worker",
+       {{"received", worker.metrics().received.load()},
+        {"handler_ok", worker.metrics().handler_ok.load()},
+        {"handler_retry", worker.metrics().handler_retry.load()},
+        {"handler_dead", worker.metrics().handler_dead.load()},
+        {"busy", worker.metrics().busy.load()}}},
+      {"tenants", chains},
+      {"chain_intact", all_intact},
+      {"latency_ms",
+       {{"p50", Percentile(latencies, 0.50)},
+        {"p99", Percentile(latencies, 0.99)},
+        {"samples", latencies.size()}}},
+      {"seconds", secs()},
+      {"pass", pass},
+  };
+  if (f.output == "json") {
+    std::cout << report.dump(2) << "\n";
+    return pass ? kExitOk : kExitFailed;
+  }
+  std::cout << fmt::format("\noutbox demo petshop{} — {} events, {} households, {:.1f} s ({})\n\n",
+                           f.chaos ? " --chaos" : "", events.size(), f.households, secs(), f.db);
+  std::cout << fmt::format("{:<22} {:>8} {:>8} {:>6} {:>7} {:>5} {:>5} {:>5}\n", "subscription",
+                           "expected", "effects", "runs", "retried", "dup", "lost", "dead");
+  for (const auto& s : subs) {
+    std::cout << fmt::format("{:<22} {:>8} {:>8} {:>6} {:>7} {:>5} {:>5} {:>5}\n",
+                             s["subscription"].get<std::string>(), s["expected"].get<int64_t>(),
+                             s["effects"].get<int64_t>(), s["runs"].get<int64_t>(),
+                             s["retried"].get<int64_t>(), s["duplicates"].get<int64_t>(),
+                             s["lost"].get<int64_t>(), s["dead"].get<int64_t>());
+  }
+  std::cout << fmt::format("{:<22} {:>8} {:>8}   (BEST_EFFORT row changes: expected, handled)\n\n",
+                           "order-row-changes", row_changes_expected, st.row_changes.load());
+  auto line = [](const std::string& k, const std::string& v) {
+    std::cout << fmt::format("{:<36} {}\n", k, v);
+  };
+  line("duplicates (must be 0)", std::to_string(duplicates));
+  line("lost (must be 0)", std::to_string(lost));
+  line("dead letters before redrive", std::to_string(dead_before));
+  line("dead letters after redrive", std::to_string(dead_after));
+  if (f.chaos) {
+    line("chaos: worker process SIGKILLed", killed ? fmt::format("yes (pid {})", child) : "no");
+    line("chaos: claims it left mid-handler", std::to_string(orphaned_claims));
+    line("chaos: duplicate deliveries sent", std::to_string(duplicates_sent));
+    line("completed after a retry", std::to_string(retried));
+  }
+  int intact = 0;
+  for (const auto& c : chains) intact += c["chain_intact"].get<bool>() ? 1 : 0;
+  line("chain intact", fmt::format("{}/{} tenants", intact, chains.size()));
+  line("propagation latency p50 / p99",
+       fmt::format("{:.0f} ms / {:.0f} ms ({} runs)", Percentile(latencies, 0.5),
+                   Percentile(latencies, 0.99), latencies.size()));
+  line("result", pass ? "PASS" : "FAIL");
+  return pass ? kExitOk : kExitFailed;
+}
+
+void AddDemo(CLI::App& app) {
+  CLI::App* demo = app.add_subcommand("demo", "Guided demos (docs/DEMO.md)");
+  demo->require_subcommand(1);
+  auto f = std::make_shared<DemoFlags>();
+  CLI::App* pet = demo->add_subcommand(
+      "petshop",
+      "The petshop scenario in process: fan-out, chaos (--chaos), redrive, report; exit 0 = PASS");
+  pet->add_option("--db", f->db, "SQLite file (created; events are appended)")
+      ->capture_default_str();
+  pet->add_option("--config", f->config, "outbox.toml with the catalog and subscriptions")
+      ->capture_default_str();
+  pet->add_option("--households", f->households, "Tenants")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  pet->add_option("--orders", f->orders, "Orders per household (2 events each)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  pet->add_flag("--chaos", f->chaos,
+                "Flaky and terminal failures, a SIGKILLed worker process, duplicate deliveries");
+  pet->add_option("-o,--output", f->output, "table|json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  pet->add_option("--child-worker-fd", f->child_fd,
+                  "(internal) run as the worker process --chaos kills")
+      ->group("");
+  pet->callback([f] { ExitCode() = RunDemo(*f); });
+}
+
+const Registrar kReg("demo", AddDemo);
+
+}  // namespace
+}  // namespace outbox::cli
