@@ -17,9 +17,17 @@ $(BUILD)/build.ninja: CMakeLists.txt
 build: bootstrap $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job on the embedded default.
-run: build
-	bash scripts/run-demo $(BUILD)
+# The main job on the embedded default: `outbox demo petshop --chaos`, then
+# `outbox serve` left running on the same data on 127.0.0.1:$(PORT)
+# (docs/DEMO.md); `make stop` stops it.
+PORT ?= 8080
+run: bootstrap $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target outbox_cli
+	bash scripts/run-demo $(BUILD) $(PORT)
+
+.PHONY: stop
+stop:
+	bash scripts/run-demo --stop
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
