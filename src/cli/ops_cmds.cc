@@ -14,6 +14,7 @@
 
 #include "cli/open.h"
 #include "cli/registry.h"
+#include "cli/store_flags.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "outbox/catalog.h"
@@ -25,13 +26,19 @@ namespace {
 
 struct Common {
   std::string db;
+  StoreFlags store;  // --store dynamodb: the store in DynamoDB, the queue in --db
+  // status: false. The stream relay (DynamoDB) keeps per-shard checkpoints, not
+  // the per-tenant positions status derives relay lag from (docs/RELAY.md).
+  bool dynamodb_ok = true;
   std::string config;
   std::string queue = ops::OpsOptions{}.queue;
   std::string output = "table";
 };
 
 void AddCommon(CLI::App* c, Common* a, bool config) {
-  c->add_option("--db", a->db, "SQLite database file")->required();
+  c->add_option("--db", a->db,
+                "SQLite file (required): the store and the queue; with --store dynamodb only the queue");
+  AddStoreFlags(c, &a->store);
   if (config) c->add_option("--config", a->config, "outbox.toml with [[subscriptions]]");
   c->add_option("--queue", a->queue, "The FIFO event queue")->capture_default_str();
   c->add_option("-o,--output", a->output, "Output format")
@@ -57,12 +64,24 @@ int CodeFor(const absl::Status& s) {
 
 // The opened stack plus an Ops over it.
 struct Session {
-  Embedded e;
+  Stack e;
   std::unique_ptr<routing::Router> router;
   std::unique_ptr<ops::Ops> ops;
 };
 
 std::optional<Session> OpenSession(const Common& a, int* code) {
+  if (auto st = CheckStoreAndQueueFlags(a.store, a.db); !st.ok()) {
+    *code = Error(kExitUsage, "options", st);
+    return std::nullopt;
+  }
+  if (a.store.dynamodb() && !a.dynamodb_ok) {
+    *code = Error(kExitUsage, "--store dynamodb",
+                  absl::InvalidArgumentError(
+                      "not supported by this command yet: the stream relay keeps per-shard "
+                      "checkpoints, not the per-tenant positions it reports relay lag from "
+                      "(docs/RELAY.md \"DynamoDB\")"));
+    return std::nullopt;
+  }
   if (!std::filesystem::exists(a.db)) {
     *code = Error(kExitUnavailable, a.db, absl::NotFoundError("no such database file"));
     return std::nullopt;
@@ -82,9 +101,9 @@ std::optional<Session> OpenSession(const Common& a, int* code) {
       }
     }
   }
-  auto e = OpenEmbedded(a.db);
+  auto e = OpenStack(a.store, a.db);
   if (!e.ok()) {
-    *code = Error(kExitUnavailable, a.db, e.status());
+    *code = Error(kExitUnavailable, a.store.dynamodb() ? "dynamodb" : a.db, e.status());
     return std::nullopt;
   }
   s.e = *std::move(e);
@@ -167,6 +186,7 @@ void AddStatus(CLI::App& app) {
     bool no_verify = false;
   };
   auto a = std::make_shared<Args>();
+  a->dynamodb_ok = false;
   AddCommon(c, a.get(), true);
   c->add_option("--tenant", a->tenant, "One tenant (default: every tenant)");
   c->add_flag("--no-verify", a->no_verify, "Do not recompute hash chains (faster)");

@@ -237,6 +237,51 @@ TEST_F(DynamoDbPipeline, KilledRelaysShardIsTakenOverAndEveryEventIsHandledOnce)
   WorkAndCheckOnce(ids);
 }
 
+// The operator's loop with the store in DynamoDB: a terminal failure becomes a
+// dead letter in DynamoDB; dead-letters list/count/show, redrive (from the event
+// log, into the SQLite queue) and inbox show run with --store dynamodb; after
+// the redrive the work runs once more and completes.
+TEST_F(DynamoDbPipeline, DeadLettersAndRedriveWithTheStoreInDynamoDb) {
+  std::vector<std::string> ids = Emit({"acme"}, 2);
+  ASSERT_EQ(ids.size(), 2u);
+  const std::string at = " " + Remote() + " --db " + queue_db_;
+  ASSERT_EQ(Run("relay" + at + " --once").exit_code, 0);
+  Result w =
+      Run("worker" + at + " --config " + config_ + " --until-idle --handler notify=fail-terminal");
+  ASSERT_EQ(w.exit_code, 0) << w.out;
+  EXPECT_EQ(json::parse(w.out)["handler_dead"], 2) << w.out;
+
+  Result list = Run("dead-letters list" + at + " -o json");
+  ASSERT_EQ(list.exit_code, 0) << list.out;
+  json lj = json::parse(list.out);
+  ASSERT_EQ(lj.size(), 2u) << list.out;
+  std::set<std::string> dead_ids{lj[0]["event_id"].get<std::string>(),
+                                 lj[1]["event_id"].get<std::string>()};
+  EXPECT_EQ(dead_ids, (std::set<std::string>{ids[0], ids[1]}));
+  EXPECT_EQ(Run("dead-letters count" + at).out, "2\n");
+  Result show = Run("dead-letters show " + lj[0]["id"].get<std::string>() + at + " -o json");
+  ASSERT_EQ(show.exit_code, 0) << show.out;
+  EXPECT_EQ(json::parse(show.out)["inbox"]["status"], "DEAD");
+
+  Result rd = Run("redrive --all" + at + " -o json");
+  ASSERT_EQ(rd.exit_code, 0) << rd.out;
+  EXPECT_EQ(json::parse(rd.out)["reset"], 2) << rd.out;
+  Result again = Run("worker" + at + " --config " + config_ + " --until-idle");
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_EQ(json::parse(again.out)["handler_ok"], 2) << again.out;
+  for (const auto& id : ids) {
+    Result in = Run("inbox show " + id + ":notify" + at + " -o json");
+    ASSERT_EQ(in.exit_code, 0) << in.out;
+    EXPECT_EQ(json::parse(in.out)["status"], "COMPLETED") << in.out;
+  }
+  EXPECT_EQ(Run("dead-letters count" + at).out, "0\n");
+  EXPECT_EQ(QueueDepth(), (std::pair<int64_t, int64_t>{0, 0}));
+  // status derives relay lag from the embedded relay's per-tenant rows: refused.
+  Result st = Run("status" + at, true);
+  EXPECT_EQ(st.exit_code, 2);
+  EXPECT_NE(st.out.find("per-shard checkpoints"), std::string::npos) << st.out;
+}
+
 TEST_F(DynamoDbPipeline, FlagMistakesAreUsageErrors) {
   Result no_db = Run("relay " + Remote() + " --once", true);
   EXPECT_EQ(no_db.exit_code, 2);
