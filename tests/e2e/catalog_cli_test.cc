@@ -8,29 +8,17 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/command.h"
 #include "nlohmann/json.hpp"
 
 namespace {
 
 using ::testing::HasSubstr;
 
-struct CmdResult {
-  int code = -1;
-  std::string out;
-};
+using outbox::testing_support::CmdResult;
 
 CmdResult Outbox(const std::string& args) {
-  const char* bin = std::getenv("OUTBOX_BIN");
-  EXPECT_NE(bin, nullptr) << "OUTBOX_BIN not set (run through ctest)";
-  CmdResult r;
-  if (bin == nullptr) return r;
-  FILE* p = popen((std::string(bin) + " " + args + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return outbox::testing_support::RunOutbox(args, outbox::testing_support::Stderr::kMerge);
 }
 
 std::string Write(const std::string& name, const std::string& text) {

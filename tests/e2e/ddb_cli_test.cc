@@ -8,6 +8,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "support/command.h"
 #include "support/temp_dir.h"
 
 namespace outbox {
@@ -15,15 +16,9 @@ namespace {
 
 using nlohmann::json;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-};
+using Result = testing_support::CmdResult;
 
-std::string Bin() {
-  const char* b = std::getenv("OUTBOX_BIN");
-  return b ? b : "outbox";
-}
+std::string Bin() { return testing_support::OutboxBin(); }
 
 // Single-quotes `s` for /bin/sh.
 std::string Quote(const std::string& s) {
@@ -38,17 +33,7 @@ std::string Quote(const std::string& s) {
   return q + "'";
 }
 
-Result Sh(const std::string& cmd) {
-  Result r;
-  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+Result Sh(const std::string& cmd) { return testing_support::RunCommand(cmd + " 2>/dev/null"); }
 
 class DdbCliTest : public ::testing::Test {
  protected:
@@ -67,26 +52,26 @@ TEST_F(DdbCliTest, TableItemsQueryAndTransaction) {
   Result c = Ddb("CreateTable", R"({"TableName":"orders",
     "AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"S"}],
     "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]})");
-  ASSERT_EQ(c.exit_code, 0) << c.out;
+  ASSERT_EQ(c.code, 0) << c.out;
   EXPECT_EQ(Parse(c)["TableDescription"]["TableStatus"], "ACTIVE");
   EXPECT_NE(c.out.find("\n  \"TableDescription\""), std::string::npos) << "pretty, 2-space: " << c.out;
 
   Result p = Ddb("PutItem", R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},"v":{"N":"10"}}})");
-  ASSERT_EQ(p.exit_code, 0) << p.out;
+  ASSERT_EQ(p.code, 0) << p.out;
   EXPECT_EQ(Parse(p), json::object());
 
   // --input @FILE
   std::string file = dir_.file("get.json");
   std::ofstream(file) << R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}}})";
   Result g = Sh(Bin() + " ddb GetItem --db " + Quote(dir_.file("t.db")) + " --input @" + Quote(file));
-  ASSERT_EQ(g.exit_code, 0) << g.out;
+  ASSERT_EQ(g.code, 0) << g.out;
   EXPECT_EQ(Parse(g), json::parse(R"({"Item":{"pk":{"S":"a"},"sk":{"S":"1"},"v":{"N":"10"}}})"));
 
   // --input - (stdin)
   Result q = Sh("printf '%s' " +
                 Quote(R"({"TableName":"orders","KeyConditionExpression":"pk = :p","ExpressionAttributeValues":{":p":{"S":"a"}}})") +
                 " | " + Bin() + " ddb Query --db " + Quote(dir_.file("t.db")) + " --input -");
-  ASSERT_EQ(q.exit_code, 0) << q.out;
+  ASSERT_EQ(q.code, 0) << q.out;
   json qj = Parse(q);
   EXPECT_EQ(qj["Count"], 1);
   EXPECT_EQ(qj["ScannedCount"], 1);
@@ -96,7 +81,7 @@ TEST_F(DdbCliTest, TableItemsQueryAndTransaction) {
     {"Put":{"TableName":"orders","Item":{"pk":{"S":"b"},"sk":{"S":"1"}}}},
     {"ConditionCheck":{"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}},
       "ConditionExpression":"v > :max","ExpressionAttributeValues":{":max":{"N":"100"}}}}]})");
-  EXPECT_EQ(t.exit_code, 1) << t.out;
+  EXPECT_EQ(t.code, 1) << t.out;
   json tj = Parse(t);
   EXPECT_EQ(tj["__type"], "com.amazonaws.dynamodb.v20120810#TransactionCanceledException");
   ASSERT_EQ(tj["CancellationReasons"].size(), 2u);
@@ -104,37 +89,37 @@ TEST_F(DdbCliTest, TableItemsQueryAndTransaction) {
   EXPECT_EQ(tj["CancellationReasons"][1]["Code"], "ConditionalCheckFailed");
   // Nothing was written.
   Result g2 = Ddb("GetItem", R"({"TableName":"orders","Key":{"pk":{"S":"b"},"sk":{"S":"1"}}})");
-  ASSERT_EQ(g2.exit_code, 0);
+  ASSERT_EQ(g2.code, 0);
   EXPECT_EQ(Parse(g2), json::object());
 }
 
 TEST_F(DdbCliTest, Errors) {
   Result u = Ddb("Frobnicate", "{}");
-  EXPECT_EQ(u.exit_code, 1);
+  EXPECT_EQ(u.code, 1);
   EXPECT_EQ(Parse(u)["__type"], "com.amazon.coral.service#UnknownOperationException");
   Result bad = Ddb("GetItem", "{not json");
-  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.code, 1);
   EXPECT_EQ(Parse(bad)["__type"], "com.amazon.coral.service#SerializationException");
   Result ve = Ddb("GetItem", R"({"TableName":"orders"})");
-  EXPECT_EQ(ve.exit_code, 1);
+  EXPECT_EQ(ve.code, 1);
   EXPECT_EQ(Parse(ve)["__type"], "com.amazon.coral.validate#ValidationException");
   Result nofile = Sh(Bin() + " ddb GetItem --db " + Quote(dir_.file("t.db")) + " --input @/nonexistent/x.json");
-  EXPECT_EQ(nofile.exit_code, 2);
+  EXPECT_EQ(nofile.code, 2);
   Result usage = Sh(Bin() + " ddb GetItem");  // --db missing
-  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_EQ(usage.code, 2);
   Result unavailable = Sh(Bin() + " ddb ListTables --db /nonexistent-dir/x.db");
-  EXPECT_EQ(unavailable.exit_code, 3);
+  EXPECT_EQ(unavailable.code, 3);
 }
 
 TEST_F(DdbCliTest, VersionAndHelp) {
   Result v = Sh(Bin() + " --version");
-  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.code, 0);
   EXPECT_NE(v.out.find("outbox "), std::string::npos) << v.out;
   Result h = Sh(Bin() + " --help");
-  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_EQ(h.code, 0);
   EXPECT_NE(h.out.find("ddb"), std::string::npos) << h.out;
   Result dh = Sh(Bin() + " ddb --help");
-  EXPECT_EQ(dh.exit_code, 0);
+  EXPECT_EQ(dh.code, 0);
   EXPECT_NE(dh.out.find("TransactWriteItems"), std::string::npos) << dh.out;
 }
 

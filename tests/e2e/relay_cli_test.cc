@@ -10,29 +10,14 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "support/command.h"
 #include "nlohmann/json.hpp"
 
 namespace {
 
-struct CmdResult {
-  int code = -1;
-  std::string out;
-};
+using outbox::testing_support::CmdResult;
 
-// stdout only (logs go to stderr and are dropped).
-CmdResult Outbox(const std::string& args) {
-  CmdResult r;
-  const char* bin = std::getenv("OUTBOX_BIN");
-  EXPECT_NE(bin, nullptr) << "OUTBOX_BIN not set (run through ctest)";
-  if (bin == nullptr) return r;
-  FILE* p = popen((std::string(bin) + " " + args + " 2>/dev/null").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CmdResult Outbox(const std::string& args) { return outbox::testing_support::RunOutbox(args); }
 
 class RelayCli : public ::testing::Test {
  protected:
