@@ -24,8 +24,8 @@
 #include "outbox/worker.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "routing/router.h"
-#include "server/ops_routes.h"
 #include "server/http_util.h"
+#include "server/ops_routes.h"
 #include "server/webhook.h"
 #include "spdlog/spdlog.h"
 #include "sqlite/database.h"
@@ -199,6 +199,7 @@ absl::Status Daemon::Impl::OpenAll() {
   ops::RegisterEngineMetrics(&registry, engine->metrics());
   ops::RegisterRelayMetrics(&registry, relay->metrics());
   ops::RegisterWorkerMetrics(&registry, worker->metrics());
+  RegisterWebhookMetrics(&registry, &webhooks);
   return absl::OkStatus();
 }
 

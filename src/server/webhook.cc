@@ -88,6 +88,7 @@ void CircuitBreaker::OnFailure() {
   std::lock_guard<std::mutex> l(mu_);
   trial_in_flight_ = false;
   if (state_ == State::kHalfOpen || ++failures_ >= threshold_) {
+    if (state_ != State::kOpen) ++opens_;
     state_ = State::kOpen;
     open_until_ = clock_->Now() + cooldown_;
     failures_ = 0;
@@ -97,6 +98,11 @@ void CircuitBreaker::OnFailure() {
 CircuitBreaker::State CircuitBreaker::state() const {
   std::lock_guard<std::mutex> l(mu_);
   return state_;
+}
+
+int64_t CircuitBreaker::opens() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return opens_;
 }
 
 std::string_view CircuitBreaker::StateName(State s) {
@@ -270,7 +276,10 @@ absl::Status WebhookSubscriber::Post(const std::string& body,
   curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
   metrics_.requests.fetch_add(1);
   metrics_.in_flight.fetch_add(1);
+  const auto started = std::chrono::steady_clock::now();
   CURLcode rc = curl_easy_perform(c);
+  metrics_.request_duration.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   metrics_.in_flight.fetch_sub(1);
   long code = 0;
   std::string transport;
@@ -291,6 +300,67 @@ absl::Status WebhookSubscriber::Post(const std::string& body,
     metrics_.retryable.fetch_add(1);
   }
   return s;
+}
+
+void RegisterWebhookMetrics(metrics::Registry* r,
+                            const std::vector<std::unique_ptr<WebhookSubscriber>>* subscribers) {
+  r->AddCollector([subscribers](std::vector<metrics::Family>* out) {
+    using metrics::Family;
+    using metrics::Sample;
+    Family deliveries{"outbox_webhook_deliveries_total",
+                      "Webhook runs by subscription and outcome (delivered = 2xx, retryable = "
+                      "408/429/5xx/timeout/connection error, terminal = other answers, "
+                      "circuit_open = failed fast without a request)",
+                      metrics::Type::kCounter,
+                      {}};
+    Family in_flight{"outbox_webhook_requests_in_flight",
+                     "Webhook requests in flight",
+                     metrics::Type::kGauge,
+                     {}};
+    Family duration{"outbox_webhook_request_duration_seconds",
+                    "Webhook HTTP request duration (any answer or error)",
+                    metrics::Type::kHistogram,
+                    {}};
+    Family state{"outbox_webhook_circuit_state",
+                 "Circuit breaker state per webhook subscription (1 = current state)",
+                 metrics::Type::kGauge,
+                 {}};
+    Family opens{"outbox_webhook_circuit_opens_total",
+                 "Times the circuit breaker opened (endpoint failing)",
+                 metrics::Type::kCounter,
+                 {}};
+    for (const auto& w : *subscribers) {
+      const std::string& sub = w->options().subscription;
+      const WebhookMetrics& m = w->metrics();
+      auto outcome = [&](const char* name, int64_t v) {
+        deliveries.samples.push_back(
+            Sample{{{"subscription", sub}, {"outcome", name}}, static_cast<double>(v), {}});
+      };
+      outcome("delivered", m.delivered.load());
+      outcome("retryable", m.retryable.load());
+      outcome("terminal", m.terminal.load());
+      outcome("circuit_open", m.breaker_rejected.load());
+      in_flight.samples.push_back(
+          Sample{{{"subscription", sub}}, static_cast<double>(m.in_flight.load()), {}});
+      duration.samples.push_back(Sample{{{"subscription", sub}}, 0, m.request_duration.Snapshot()});
+      const CircuitBreaker::State now = w->breaker_state();
+      for (auto st : {CircuitBreaker::State::kClosed, CircuitBreaker::State::kOpen,
+                      CircuitBreaker::State::kHalfOpen}) {
+        state.samples.push_back(
+            Sample{{{"subscription", sub}, {"state", std::string(CircuitBreaker::StateName(st))}},
+                   st == now ? 1.0 : 0.0,
+                   {}});
+      }
+      opens.samples.push_back(
+          Sample{{{"subscription", sub}}, static_cast<double>(w->breaker_opens()), {}});
+    }
+    if (subscribers->empty()) return;
+    out->push_back(std::move(deliveries));
+    out->push_back(std::move(in_flight));
+    out->push_back(std::move(duration));
+    out->push_back(std::move(state));
+    out->push_back(std::move(opens));
+  });
 }
 
 }  // namespace outbox::server

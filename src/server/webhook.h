@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "outbox/clock.h"
 #include "outbox/envelope.h"
+#include "outbox/metrics.h"
 #include "outbox/subscription.h"
 
 namespace outbox::server {
@@ -60,6 +61,7 @@ class CircuitBreaker {
   void OnSuccess();
   void OnFailure();
   State state() const;
+  int64_t opens() const;                       // closed/half-open -> open transitions so far
   static std::string_view StateName(State s);  // closed | open | half_open
 
  private:
@@ -71,6 +73,7 @@ class CircuitBreaker {
   int failures_ = 0;
   absl::Time open_until_;
   bool trial_in_flight_ = false;
+  int64_t opens_ = 0;
 };
 
 struct WebhookOptions {
@@ -93,6 +96,7 @@ struct WebhookMetrics {
   std::atomic<int64_t> breaker_rejected{0};  // runs failed fast while the breaker was open
   std::atomic<int64_t> limit_waits{0};       // runs that waited for a concurrency slot
   std::atomic<int64_t> in_flight{0};
+  metrics::Histogram request_duration;  // seconds per HTTP request (real time), any answer
 };
 
 class WebhookSubscriber {
@@ -111,6 +115,7 @@ class WebhookSubscriber {
   const WebhookOptions& options() const { return options_; }
   const WebhookMetrics& metrics() const { return metrics_; }
   CircuitBreaker::State breaker_state() const { return breaker_.state(); }
+  int64_t breaker_opens() const { return breaker_.opens(); }
 
  private:
   struct Pool;
@@ -128,5 +133,18 @@ class WebhookSubscriber {
   std::condition_variable slot_cv_;
   int slots_used_ = 0;
 };
+
+// Exports every subscriber's metrics through `r` (read at scrape time; the
+// subscribers must outlive the registry), labelled by subscription:
+//   outbox_webhook_deliveries_total{subscription,outcome}  outcome = delivered
+//       (2xx) | retryable (408/429/5xx/timeout/connection) | terminal (other
+//       answers) | circuit_open (failed fast, not sent)
+//   outbox_webhook_requests_in_flight{subscription}
+//   outbox_webhook_request_duration_seconds{subscription}  (histogram)
+//   outbox_webhook_circuit_state{subscription,state}  1 for the current state
+//       of closed | open | half_open, 0 for the others
+//   outbox_webhook_circuit_opens_total{subscription}
+void RegisterWebhookMetrics(metrics::Registry* r,
+                            const std::vector<std::unique_ptr<WebhookSubscriber>>* subscribers);
 
 }  // namespace outbox::server

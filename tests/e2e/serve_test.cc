@@ -505,14 +505,39 @@ TEST_F(Serve, WebhooksSignedRetriedAndDeadLettered) {
       [&] {
         auto m = c.Get("/metrics");
         metrics_text = m && m->status == 200 ? m->body : "";
-        return metrics_text.find("outbox_deliveries_total{subscription=\"broken\",outcome=\"completed\"} 5") !=
+        return metrics_text.find(
+                   "outbox_deliveries_total{subscription=\"broken\",outcome=\"completed\"} 5") !=
                std::string::npos;
       },
       15))
       << metrics_text;
-  EXPECT_NE(metrics_text.find("outbox_deliveries_total{subscription=\"broken\",outcome=\"dead\"} 5"),
-            std::string::npos)
+  EXPECT_NE(
+      metrics_text.find("outbox_deliveries_total{subscription=\"broken\",outcome=\"dead\"} 5"),
+      std::string::npos)
       << metrics_text;
+  // The webhook subscribers' own metrics: HTTP outcomes as the receiver saw them.
+  for (const std::string line : {
+           "outbox_webhook_deliveries_total{subscription=\"ok\",outcome=\"delivered\"} 5",
+           "outbox_webhook_deliveries_total{subscription=\"flaky\",outcome=\"delivered\"} 5",
+           "outbox_webhook_deliveries_total{subscription=\"broken\",outcome=\"terminal\"} 5",
+           "outbox_webhook_deliveries_total{subscription=\"broken\",outcome=\"delivered\"} 5",
+           "outbox_webhook_request_duration_seconds_count{subscription=\"ok\"} 5",
+           "outbox_webhook_request_duration_seconds_count{subscription=\"broken\"} 10",
+           "outbox_webhook_circuit_state{subscription=\"ok\",state=\"closed\"} 1",
+       }) {
+    EXPECT_NE(metrics_text.find(line + "\n"), std::string::npos) << line << "\n" << metrics_text;
+  }
+  // flaky: the receiver answered 503 once per event, each counted retryable (runs failed
+  // fast while a breaker was open never reached the receiver and count as circuit_open).
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      metrics_text, m,
+      std::regex(
+          R"(outbox_webhook_deliveries_total\{subscription="flaky",outcome="retryable"\} (\d+))")))
+      << metrics_text;
+  EXPECT_EQ(std::stoi(m[1]), kEvents);
+  EXPECT_NE(metrics_text.find("outbox_webhook_circuit_opens_total{subscription=\"flaky\"}"),
+            std::string::npos);
   EXPECT_EQ(p.Kill(SIGTERM), 0);
 }
 

@@ -74,8 +74,10 @@ TEST(CircuitBreaker, OpensAfterThresholdHalfOpensAfterCooldown) {
   EXPECT_TRUE(b.Allow());  // the trial
   EXPECT_EQ(b.state(), CircuitBreaker::State::kHalfOpen);
   EXPECT_FALSE(b.Allow());  // one trial at a time
-  b.OnFailure();            // trial failed: open again for a full cooldown
+  EXPECT_EQ(b.opens(), 1);
+  b.OnFailure();  // trial failed: open again for a full cooldown
   EXPECT_EQ(b.state(), CircuitBreaker::State::kOpen);
+  EXPECT_EQ(b.opens(), 2);
   clock.Advance(absl::Seconds(5));
   EXPECT_FALSE(b.Allow());
   clock.Advance(absl::Seconds(5));
@@ -266,6 +268,39 @@ TEST(WebhookSubscriber, BreakerStopsCallingADeadEndpointUntilCooldown) {
   EXPECT_TRUE(w.Deliver(ctx, e).ok());  // the half-open trial succeeds
   EXPECT_EQ(w.breaker_state(), CircuitBreaker::State::kClosed);
   EXPECT_EQ(r.requests.load(), 4);
+}
+
+TEST(WebhookSubscriber, MetricsByOutcomeLatencyAndBreakerInTheRegistry) {
+  Receiver r;
+  ManualClock clock;
+  std::vector<std::unique_ptr<WebhookSubscriber>> subs;
+  subs.push_back(std::make_unique<WebhookSubscriber>(Options(r.url()), &clock));
+  WebhookSubscriber& w = *subs.back();
+  metrics::Registry reg;
+  RegisterWebhookMetrics(&reg, &subs);
+  Envelope e = Event(1);
+  FakeContext ctx(&clock, e.id + ":ship", 1);
+  EXPECT_TRUE(w.Deliver(ctx, e).ok());
+  r.status = 500;
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(w.Deliver(ctx, e).ok());  // opens the breaker
+  EXPECT_FALSE(w.Deliver(ctx, e).ok());                              // failed fast
+  r.status = 404;
+  clock.Advance(absl::Seconds(30));
+  EXPECT_TRUE(IsTerminal(w.Deliver(ctx, e)));  // the trial: a terminal answer closes it
+  const std::string text = reg.RenderPrometheus();
+  const std::string sub = Options(r.url()).subscription;
+  auto has = [&](const std::string& line) { return text.find(line + "\n") != std::string::npos; };
+  const std::string l = "subscription=\"" + sub + "\"";
+  EXPECT_TRUE(has("outbox_webhook_deliveries_total{" + l + ",outcome=\"delivered\"} 1")) << text;
+  EXPECT_TRUE(has("outbox_webhook_deliveries_total{" + l + ",outcome=\"retryable\"} 3")) << text;
+  EXPECT_TRUE(has("outbox_webhook_deliveries_total{" + l + ",outcome=\"terminal\"} 1")) << text;
+  EXPECT_TRUE(has("outbox_webhook_deliveries_total{" + l + ",outcome=\"circuit_open\"} 1")) << text;
+  EXPECT_TRUE(has("outbox_webhook_request_duration_seconds_count{" + l + "} 5")) << text;
+  EXPECT_TRUE(has("outbox_webhook_requests_in_flight{" + l + "} 0")) << text;
+  EXPECT_TRUE(has("outbox_webhook_circuit_opens_total{" + l + "} 1")) << text;
+  EXPECT_TRUE(has("outbox_webhook_circuit_state{" + l + ",state=\"closed\"} 1")) << text;
+  EXPECT_TRUE(has("outbox_webhook_circuit_state{" + l + ",state=\"open\"} 0")) << text;
+  EXPECT_TRUE(has("# TYPE outbox_webhook_request_duration_seconds histogram")) << text;
 }
 
 TEST(WebhookSubscriber, ReusesTheConnectionAcrossRequests) {
