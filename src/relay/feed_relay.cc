@@ -7,6 +7,7 @@
 #include "queue/sqlite/sqlite_queue.h"
 #include "relay/forward.h"
 #include "relay/message.h"
+#include "relay/common.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
 #include "store/sqlite/sqlite_store.h"
@@ -163,15 +164,8 @@ absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> ChangeFeedRelay::Open(SqliteSto
   if (auto s = options.Validate(); !s.ok()) return s;
   if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok())
     return s;
-  auto attrs = queue->GetAttributes(options.queue);
-  if (!attrs.ok()) {
-    QueueOptions qo;
-    qo.fifo = true;
-    if (auto s = queue->CreateQueue(options.queue, qo); !s.ok()) return s;
-    attrs = queue->GetAttributes(options.queue);
-    if (!attrs.ok()) return attrs.status();
-  }
-  if (!attrs->options.fifo) return absl::InvalidArgumentError("relay.queue: must be a FIFO queue");
+  auto attrs = relay_internal::EnsureQueue(queue, options.queue, /*fifo=*/true, "relay.queue");
+  if (!attrs.ok()) return attrs.status();
   std::unique_ptr<ChangeFeedRelay> r(new ChangeFeedRelay(store, queue, clock, std::move(options)));
   r->impl_->max_message_size = attrs->options.max_message_size;
   return r;
@@ -288,30 +282,19 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
 }
 
 absl::Status ChangeFeedRelay::Drain() {
-  while (true) {
-    auto n = RunOnce();
-    if (!n.ok()) return n.status();
-    if (*n == 0) return absl::OkStatus();
-  }
+  return relay_internal::DrainAll([this] { return RunOnce(); });
 }
 
 void ChangeFeedRelay::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
   thread_ = std::thread([this] {
-    while (!stop_) {
-      auto n = RunOnce();
-      if (!n.ok()) {
-        spdlog::error("relay {}: {}", impl_->o.name, n.status().ToString());
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        continue;
-      }
-      if (*n == 0) {
-        impl_->store->change_feed()->WaitForChanges(
-            impl_->o.events_table, impl_->checkpoint,
-            std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
-      }
-    }
+    relay_internal::RunUntilStopped(
+        stop_, "relay " + impl_->o.name, [this] { return RunOnce(); },
+        [this] {
+          impl_->store->change_feed()->WaitForChanges(impl_->o.events_table, impl_->checkpoint,
+                                                      std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
+        });
   });
 }
 

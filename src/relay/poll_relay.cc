@@ -12,6 +12,7 @@
 #include "outbox/outbox_row.h"
 #include "outbox/queue.h"
 #include "outbox/relay.h"
+#include "relay/common.h"
 #include "relay/message.h"
 #include "spdlog/spdlog.h"
 
@@ -486,18 +487,8 @@ absl::StatusOr<std::unique_ptr<PollRelay>> PollRelay::Open(Store* store, Queue* 
                     "(include/outbox/outbox_row.h)",
                     options.outbox_table, orow::kIndex, orow::kIndexKey, orow::kDueAt));
   }
-  auto attrs = queue->GetAttributes(options.queue);
-  if (!attrs.ok()) {
-    QueueOptions qo;
-    qo.fifo = true;
-    if (auto s = queue->CreateQueue(options.queue, qo);
-        !s.ok() && s.code() != absl::StatusCode::kAlreadyExists) {
-      return s;
-    }
-    attrs = queue->GetAttributes(options.queue);
-    if (!attrs.ok()) return attrs.status();
-  }
-  if (!attrs->options.fifo) return absl::InvalidArgumentError("relay.queue: must be a FIFO queue");
+  auto attrs = relay_internal::EnsureQueue(queue, options.queue, /*fifo=*/true, "relay.queue");
+  if (!attrs.ok()) return attrs.status();
   std::unique_ptr<PollRelay> r(new PollRelay(store, queue, clock, std::move(options)));
   r->impl_->max_message_size = attrs->options.max_message_size;
   return r;
@@ -506,26 +497,16 @@ absl::StatusOr<std::unique_ptr<PollRelay>> PollRelay::Open(Store* store, Queue* 
 absl::StatusOr<int> PollRelay::RunOnce() { return impl_->Step(); }
 
 absl::Status PollRelay::Drain() {
-  while (true) {
-    auto n = RunOnce();
-    if (!n.ok()) return n.status();
-    if (*n == 0) return absl::OkStatus();
-  }
+  return relay_internal::DrainAll([this] { return RunOnce(); });
 }
 
 void PollRelay::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
   thread_ = std::thread([this] {
-    while (!stop_) {
-      auto n = RunOnce();
-      if (!n.ok()) {
-        spdlog::error("relay {}: {}", impl_->o.name, n.status().ToString());
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        continue;
-      }
-      if (*n == 0) absl::SleepFor(impl_->o.poll_interval);
-    }
+    relay_internal::RunUntilStopped(
+        stop_, "relay " + impl_->o.name, [this] { return RunOnce(); },
+        [this] { absl::SleepFor(impl_->o.poll_interval); });
   });
 }
 

@@ -8,6 +8,7 @@
 #include "outbox/relay.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "relay/forward.h"
+#include "relay/common.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
 #include "store/sqlite/sqlite_store.h"
@@ -139,14 +140,8 @@ absl::StatusOr<std::unique_ptr<RecordChangeRelay>> RecordChangeRelay::Open(
   }
   if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok())
     return s;
-  auto attrs = queue->GetAttributes(options.queue);
-  if (!attrs.ok()) {
-    if (auto s = queue->CreateQueue(options.queue, QueueOptions{}); !s.ok()) return s;
-    attrs = queue->GetAttributes(options.queue);
-    if (!attrs.ok()) return attrs.status();
-  }
-  if (attrs->options.fifo)
-    return absl::InvalidArgumentError("record_relay.queue: must be a standard queue");
+  auto attrs = relay_internal::EnsureQueue(queue, options.queue, /*fifo=*/false, "record_relay.queue");
+  if (!attrs.ok()) return attrs.status();
   std::unique_ptr<RecordChangeRelay> r(
       new RecordChangeRelay(store, queue, clock, std::move(options)));
   r->impl_->max_message_size = attrs->options.max_message_size;
@@ -212,31 +207,21 @@ absl::StatusOr<int> RecordChangeRelay::RunOnce() {
 }
 
 absl::Status RecordChangeRelay::Drain() {
-  while (true) {
-    auto n = RunOnce();
-    if (!n.ok()) return n.status();
-    if (*n == 0) return absl::OkStatus();
-  }
+  return relay_internal::DrainAll([this] { return RunOnce(); });
 }
 
 void RecordChangeRelay::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
   thread_ = std::thread([this] {
-    while (!stop_) {
-      auto n = RunOnce();
-      if (!n.ok()) {
-        spdlog::error("record relay {}: {}", impl_->o.name, n.status().ToString());
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        continue;
-      }
-      if (*n == 0) {
-        // Several tables: wait on the first, bounded, so the others are polled too.
-        const std::string& t = impl_->o.tables.front();
-        impl_->store->change_feed()->WaitForChanges(
-            t, impl_->checkpoint[t], std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
-      }
-    }
+    relay_internal::RunUntilStopped(
+        stop_, "record relay " + impl_->o.name, [this] { return RunOnce(); },
+        [this] {
+          // Several tables: wait on the first, bounded, so the others are polled too.
+          const std::string& t = impl_->o.tables.front();
+          impl_->store->change_feed()->WaitForChanges(t, impl_->checkpoint[t],
+                                                      std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
+        });
   });
 }
 

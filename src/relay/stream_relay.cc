@@ -10,6 +10,7 @@
 #include "outbox/envelope_codec.h"
 #include "outbox/queue.h"
 #include "outbox/relay.h"
+#include "relay/common.h"
 #include "relay/message.h"
 #include "relay/poison.h"
 #include "relay/shard_leases.h"
@@ -135,15 +136,8 @@ absl::StatusOr<std::unique_ptr<StreamRelay>> StreamRelay::Open(Store* store, Que
   if (auto s = options.Validate(); !s.ok()) return s;
   if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok())
     return s;
-  auto attrs = queue->GetAttributes(options.queue);
-  if (!attrs.ok()) {
-    QueueOptions qo;
-    qo.fifo = true;
-    if (auto s = queue->CreateQueue(options.queue, qo); !s.ok()) return s;
-    attrs = queue->GetAttributes(options.queue);
-    if (!attrs.ok()) return attrs.status();
-  }
-  if (!attrs->options.fifo) return absl::InvalidArgumentError("relay.queue: must be a FIFO queue");
+  auto attrs = relay_internal::EnsureQueue(queue, options.queue, /*fifo=*/true, "relay.queue");
+  if (!attrs.ok()) return attrs.status();
   std::unique_ptr<StreamRelay> r(new StreamRelay(store, queue, clock, std::move(options)));
   r->impl_->max_message_size = attrs->options.max_message_size;
   return r;
@@ -252,11 +246,7 @@ absl::StatusOr<int> StreamRelay::RunOnce() {
 }
 
 absl::Status StreamRelay::Drain() {
-  while (true) {
-    auto n = RunOnce();
-    if (!n.ok()) return n.status();
-    if (*n == 0) return absl::OkStatus();
-  }
+  return relay_internal::DrainAll([this] { return RunOnce(); });
 }
 
 void StreamRelay::Start() {
