@@ -36,8 +36,9 @@ struct Common {
 };
 
 void AddCommon(CLI::App* c, Common* a, bool config) {
-  c->add_option("--db", a->db,
-                "SQLite file (required): the store and the queue; with --store dynamodb only the queue");
+  c->add_option(
+      "--db", a->db,
+      "SQLite file (required): the store and the queue; with --store dynamodb only the queue");
   AddStoreFlags(c, &a->store);
   if (config) c->add_option("--config", a->config, "outbox.toml with [[subscriptions]]");
   c->add_option("--queue", a->queue, "The FIFO event queue")->capture_default_str();
@@ -112,6 +113,22 @@ std::optional<Session> OpenSession(const Common& a, int* code) {
   s.ops = std::make_unique<ops::Ops>(s.e.engine.get(), s.e.store.get(), s.e.queue.get(),
                                      s.router.get(), Clock::Real(), oo);
   return s;
+}
+
+// OpenSession for a command callback: on failure the exit code is set.
+std::optional<Session> Open(const Common& a) {
+  int code = 0;
+  auto s = OpenSession(a, &code);
+  if (!s) ExitCode() = code;
+  return s;
+}
+
+// True (exit code set, error printed) when an ops call failed.
+template <class T>
+bool Failed(const absl::StatusOr<T>& r, const char* what) {
+  if (r.ok()) return false;
+  ExitCode() = Error(CodeFor(r.status()), what, r.status());
+  return true;
 }
 
 // A progress bar on stderr when it is a terminal.
@@ -191,14 +208,13 @@ void AddStatus(CLI::App& app) {
   c->add_option("--tenant", a->tenant, "One tenant (default: every tenant)");
   c->add_flag("--no-verify", a->no_verify, "Do not recompute hash chains (faster)");
   c->callback([a] {
-    int code = 0;
-    auto s = OpenSession(*a, &code);
-    if (!s) return void(ExitCode() = code);
+    auto s = Open(*a);
+    if (!s) return;
     ops::StatusOptions so;
     so.tenant = a->tenant;
     so.verify_chain = !a->no_verify;
     auto st = s->ops->GetStatus(so);
-    if (!st.ok()) return void(ExitCode() = Error(CodeFor(st.status()), "status", st.status()));
+    if (Failed(st, "status")) return;
     if (a->output == "json") {
       std::cout << st->ToJson().dump(2) << "\n";
     } else {
@@ -255,12 +271,10 @@ void AddDeadLetters(CLI::App& app) {
     c->callback([a] {
       auto f = ToFilter(a->sel);
       if (!f.ok()) return void(ExitCode() = Error(kExitUsage, "selection", f.status()));
-      int code = 0;
-      auto s = OpenSession(*a, &code);
-      if (!s) return void(ExitCode() = code);
+      auto s = Open(*a);
+      if (!s) return;
       auto l = s->ops->ListDeadLetters(*f);
-      if (!l.ok())
-        return void(ExitCode() = Error(CodeFor(l.status()), "dead-letters list", l.status()));
+      if (Failed(l, "dead-letters list")) return;
       if (a->output == "json") {
         nlohmann::json j = nlohmann::json::array();
         for (const auto& d : *l) j.push_back(d.ToJson(false));
@@ -288,12 +302,10 @@ void AddDeadLetters(CLI::App& app) {
     c->add_option("id", a->id, "[<tenant>/]<event_id>:<subscription> (the ID column of list)")
         ->required();
     c->callback([a] {
-      int code = 0;
-      auto s = OpenSession(*a, &code);
-      if (!s) return void(ExitCode() = code);
+      auto s = Open(*a);
+      if (!s) return;
       auto d = s->ops->GetDeadLetter(a->id);
-      if (!d.ok())
-        return void(ExitCode() = Error(CodeFor(d.status()), "dead-letters show", d.status()));
+      if (Failed(d, "dead-letters show")) return;
       nlohmann::json j = d->ToJson(true);
       if (a->output == "json") {
         std::cout << j.dump(2) << "\n";
@@ -327,12 +339,10 @@ void AddDeadLetters(CLI::App& app) {
     c->callback([a] {
       auto f = ToFilter(a->sel);
       if (!f.ok()) return void(ExitCode() = Error(kExitUsage, "selection", f.status()));
-      int code = 0;
-      auto s = OpenSession(*a, &code);
-      if (!s) return void(ExitCode() = code);
+      auto s = Open(*a);
+      if (!s) return;
       auto n = s->ops->CountDeadLetters(*f);
-      if (!n.ok())
-        return void(ExitCode() = Error(CodeFor(n.status()), "dead-letters count", n.status()));
+      if (Failed(n, "dead-letters count")) return;
       if (a->output == "json") {
         std::cout << nlohmann::json{{"count", *n}}.dump() << "\n";
       } else {
@@ -357,11 +367,10 @@ void AddPoison(CLI::App& app) {
   c->add_option("--limit", a->limit, "At most this many of each source (0: all)")
       ->capture_default_str();
   c->callback([a] {
-    int code = 0;
-    auto s = OpenSession(*a, &code);
-    if (!s) return void(ExitCode() = code);
+    auto s = Open(*a);
+    if (!s) return;
     auto l = s->ops->ListPoison(a->limit);
-    if (!l.ok()) return void(ExitCode() = Error(CodeFor(l.status()), "poison list", l.status()));
+    if (Failed(l, "poison list")) return;
     if (a->output == "json") {
       nlohmann::json j = nlohmann::json::array();
       for (const auto& p : *l) j.push_back(p.ToJson());
@@ -407,14 +416,13 @@ void AddRedrive(CLI::App& app) {
                    "or --all\n";
       return void(ExitCode() = kExitUsage);
     }
-    int code = 0;
-    auto s = OpenSession(*a, &code);
-    if (!s) return void(ExitCode() = code);
+    auto s = Open(*a);
+    if (!s) return;
     ops::RedriveOptions ro;
     ro.dry_run = a->dry_run;
     ro.max_per_second = a->rate;
     auto r = s->ops->Redrive(*f, ro, Bar("redrive"));
-    if (!r.ok()) return void(ExitCode() = Error(CodeFor(r.status()), "redrive", r.status()));
+    if (Failed(r, "redrive")) return;
     if (a->output == "json") {
       std::cout << r->ToJson().dump(2) << "\n";
     } else {
@@ -460,11 +468,10 @@ void AddReplay(CLI::App& app) {
     }
     if (auto st = a->r.Validate(); !st.ok())
       return void(ExitCode() = Error(kExitUsage, "replay", st));
-    int code = 0;
-    auto s = OpenSession(*a, &code);
-    if (!s) return void(ExitCode() = code);
+    auto s = Open(*a);
+    if (!s) return;
     auto r = s->ops->Replay(a->r, Bar("replay"));
-    if (!r.ok()) return void(ExitCode() = Error(CodeFor(r.status()), "replay", r.status()));
+    if (Failed(r, "replay")) return;
     if (a->output == "json") {
       std::cout << r->ToJson().dump(2) << "\n";
     } else {
@@ -491,11 +498,10 @@ void AddInbox(CLI::App& app) {
   AddCommon(c, a.get(), false);
   c->add_option("key", a->key, "<event_id>:<subscription>")->required();
   c->callback([a] {
-    int code = 0;
-    auto s = OpenSession(*a, &code);
-    if (!s) return void(ExitCode() = code);
+    auto s = Open(*a);
+    if (!s) return;
     auto e = s->ops->InboxShow(a->key);
-    if (!e.ok()) return void(ExitCode() = Error(CodeFor(e.status()), "inbox show", e.status()));
+    if (Failed(e, "inbox show")) return;
     if (a->output == "json") {
       std::cout << e->ToJson().dump(2) << "\n";
     } else if (!e->found) {
