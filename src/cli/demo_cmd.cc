@@ -67,7 +67,7 @@ constexpr const char* kEffects = "petshop_effects";
 constexpr absl::Duration kVisibility = absl::Seconds(3);
 constexpr absl::Duration kLease = absl::Seconds(2);
 constexpr absl::Duration kHandlerTimeout = absl::Seconds(1);
-constexpr int kChildHangAfter = 6;  // the child hangs in its 6th handler run
+constexpr int kChildHangAfter = 6;  // the child hangs in its 6th handler run (fewer for tiny runs)
 const char* const kBounced = "bounced@example.invalid";
 
 struct DemoFlags {
@@ -78,6 +78,7 @@ struct DemoFlags {
   bool chaos = false;
   std::string output = "table";
   int child_fd = -1;  // internal: the worker process to be killed reports on this fd
+  int child_hang_after = kChildHangAfter;  // internal: ... after this many handler runs
 };
 
 struct Observed {
@@ -254,7 +255,7 @@ int ChildWorker(const DemoFlags& f, const config::DaemonConfig& cfg) {
   spdlog::set_level(spdlog::level::off);
   Observed obs;
   obs.chaos = true;
-  obs.hang_after = kChildHangAfter;
+  obs.hang_after = f.child_hang_after;
   obs.notify_fd = f.child_fd;
   Stack st;
   if (!OpenStack(f, cfg, &obs, &st).ok()) return kExitUnavailable;
@@ -353,6 +354,8 @@ int RunDemo(const DemoFlags& f) {
       return kExitUnavailable;
     }
     const std::string fd_arg = std::to_string(fds[1]);
+    // Every order makes at least 2 work items (audit + 3 payment subscriptions).
+    const std::string hang_arg = std::to_string(std::min(kChildHangAfter, f.households * f.orders));
     child = fork();
     if (child == 0) {
       close(fds[0]);
@@ -362,7 +365,8 @@ int RunDemo(const DemoFlags& f) {
         dup2(devnull, 2);
       }
       execl("/proc/self/exe", "outbox", "demo", "petshop", "--db", f.db.c_str(), "--config",
-            f.config.c_str(), "--child-worker-fd", fd_arg.c_str(), static_cast<char*>(nullptr));
+            f.config.c_str(), "--child-worker-fd", fd_arg.c_str(), "--child-hang-after",
+            hang_arg.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     close(fds[1]);
@@ -483,7 +487,7 @@ int RunDemo(const DemoFlags& f) {
   if (child > 0) {
     pollfd p{child_pipe, POLLIN, 0};
     char c = 0;
-    if (poll(&p, 1, 60000) == 1 && read(child_pipe, &c, 1) == 1 && c == 'H') child_hung = true;
+    if (poll(&p, 1, 30000) == 1 && read(child_pipe, &c, 1) == 1 && c == 'H') child_hung = true;
     kill(child, SIGKILL);
     int status = 0;
     waitpid(child, &status, 0);
@@ -774,6 +778,9 @@ void AddDemo(CLI::App& app) {
       ->capture_default_str();
   pet->add_option("--child-worker-fd", f->child_fd,
                   "(internal) run as the worker process --chaos kills")
+      ->group("");
+  pet->add_option("--child-hang-after", f->child_hang_after, "(internal)")
+      ->check(CLI::Range(1, 1000))
       ->group("");
   pet->callback([f] { ExitCode() = RunDemo(*f); });
 }
