@@ -10,6 +10,7 @@
 #include "ops/ops_impl.h"
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
+#include "outbox/outbox_row.h"
 #include "outbox/relay.h"
 #include "outbox/subscription.h"
 
@@ -258,9 +259,10 @@ nlohmann::json RedriveResult::ToJson() const {
     items_j.push_back(
         {{"id", i.id}, {"action", i.action}, {"source", i.source}, {"detail", i.detail}});
   }
-  return {{"dry_run", dry_run}, {"selected", selected}, {"reset", reset}, {"resumed", resumed},
-          {"events", events},   {"from_dlq", from_dlq}, {"from_log", from_log},
-          {"skipped", skipped}, {"failed", failed},     {"items", items_j}};
+  return {{"dry_run", dry_run},   {"selected", selected}, {"reset", reset},
+          {"resumed", resumed},   {"events", events},     {"from_dlq", from_dlq},
+          {"from_log", from_log}, {"skipped", skipped},   {"failed", failed},
+          {"items", items_j}};
 }
 
 nlohmann::json ReplayResult::ToJson() const {
@@ -411,6 +413,37 @@ absl::StatusOr<Status> Ops::GetStatus(const StatusOptions& o) {
     st.relay.errors = static_cast<int64_t>(poison->size());
   }
 
+  // Poll mode: the lag is the READY outbox rows (count and oldest per tenant),
+  // read from the due index, every shard.
+  std::map<std::string, std::pair<int64_t, int64_t>>
+      ready;  // tenant -> (count, oldest created_at ms)
+  if (st.relay.mode == "poll") {
+    for (int shard = 0; shard < std::max(1, m.eo().outbox_shards); ++shard) {
+      QueryRequest q;
+      q.table = m.eo().outbox_table;
+      q.index = std::string(outbox_row::kIndex);
+      q.key_condition = "#k = :k";
+      q.args.names = {{"#k", std::string(outbox_row::kIndexKey)}};
+      q.args.values = {{":k", Value::S(outbox_row::IndexKey(m.eo().outbox_aggregate,
+                                                            outbox_row::kReady, shard))}};
+      while (true) {
+        auto r = m.store->Query(q);
+        if (!r.ok()) {
+          if (DdbErrorName(r.status()) == ddb_error::kResourceNotFound) break;
+          return r.status();
+        }
+        for (const Item& i : r->items) {
+          auto& [n, oldest] = ready[StrAttr(i, "tenant")];
+          const int64_t created = IntAttr(i, "created_at");
+          oldest = n == 0 ? created : std::min(oldest, created);
+          ++n;
+        }
+        if (!r->last_evaluated_key) break;
+        q.exclusive_start_key = r->last_evaluated_key;
+      }
+    }
+  }
+
   // Poison pills.
   auto pills = m.QueryAll(m.eo().dead_letters_table, "POISON");
   if (!pills.ok()) return pills.status();
@@ -460,8 +493,17 @@ absl::StatusOr<Status> Ops::GetStatus(const StatusOptions& o) {
     g.key = Item{{"pk", Value::S(relay_pk)}, {"sk", Value::S("TENANT#" + tenant)}};
     auto rs = m.store->GetItem(g);
     if (rs.ok() && *rs) t.relay_last_seq = IntAttr(**rs, "last_seq");
-    t.relay_lag_events = st.relay.mode == "poll" ? 0 : std::max<int64_t>(0, t.last_seq - t.relay_last_seq);
-    if (t.relay_lag_events > 0) {
+    if (st.relay.mode == "poll") {
+      auto it = ready.find(tenant);
+      if (it != ready.end()) {
+        t.relay_lag_events = it->second.first;
+        t.relay_lag_seconds =
+            std::max(0.0, absl::ToDoubleSeconds(st.at - absl::FromUnixMillis(it->second.second)));
+      }
+    } else {
+      t.relay_lag_events = std::max<int64_t>(0, t.last_seq - t.relay_last_seq);
+    }
+    if (st.relay.mode != "poll" && t.relay_lag_events > 0) {
       auto next = m.engine->ReadLog(tenant, t.relay_last_seq + 1, 1);
       if (next.ok() && !next->empty()) {
         t.relay_lag_seconds = std::max(

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "support/command.h"
 #include "nlohmann/json.hpp"
+#include "support/command.h"
 
 namespace {
 
@@ -51,6 +51,18 @@ class RelayCli : public ::testing::Test {
     }
     return j[0].value("visible", int64_t{-1});
   }
+  nlohmann::json Status() {
+    CmdResult r = Outbox("status --db " + db_ + " -o json");
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.code << " " << r.out;
+    return j.is_discarded() ? nlohmann::json::object() : j;
+  }
+  static int64_t TenantLag(const nlohmann::json& status, const std::string& tenant) {
+    for (const auto& t : status.value("tenants", nlohmann::json::array())) {
+      if (t.value("tenant", "") == tenant) return t.value("relay_lag_events", int64_t{-1});
+    }
+    return -1;
+  }
   std::string dir_, db_;
 };
 
@@ -60,10 +72,19 @@ TEST_F(RelayCli, PollModeRelaysWhatTheCliEmits) {
   Emit("t1");
   Emit("t1");
   Emit("t2");
+  // Status reads the poll-mode lag from the READY outbox rows.
+  nlohmann::json before = Status();
+  EXPECT_EQ(before["relay"].value("mode", ""), "poll") << before.dump();
+  EXPECT_EQ(before["relay"].value("lag_events", int64_t{-1}), 3) << before.dump();
+  EXPECT_EQ(TenantLag(before, "t1"), 2) << before.dump();
+  EXPECT_EQ(TenantLag(before, "t2"), 1) << before.dump();
   nlohmann::json j = RelayOnce("");  // the stored mode is used
   EXPECT_EQ(j.value("mode", ""), "poll") << j.dump();
   EXPECT_EQ(j.value("sent", int64_t{-1}), 3) << j.dump();
   EXPECT_EQ(QueueDepth(), 3);
+  nlohmann::json after = Status();
+  EXPECT_EQ(after["relay"].value("lag_events", int64_t{-1}), 0) << after.dump();
+  EXPECT_EQ(TenantLag(after, "t1"), 0) << after.dump();
   // Another mode needs --switch-mode (exit 2, nothing changed).
   EXPECT_EQ(Outbox("relay --db " + db_ + " --once --mode feed").code, 2);
 }
