@@ -252,6 +252,10 @@ class PollRelay {
 //     shard_end and checkpointed), so one tenant's events (one partition key)
 //     keep their order across shard splits.
 //  4. Unforwardable records become relay poison records (as ChangeFeedRelay).
+//  5. Per-tenant order beyond the stream's per-item order: a per-tenant
+//     position (pk RELAY#<name>, sk TENANT#<t>, last_seq; raised after the
+//     queue accepted, before the checkpoint) skips seqs already sent and fills
+//     a gap from the events table first (resequenced), as ChangeFeedRelay does.
 // The embedded SqliteStore + SqliteQueue path stays ChangeFeedRelay (one
 // transaction, no duplicates).
 struct StreamRelayOptions {
@@ -270,8 +274,9 @@ struct StreamRelayOptions {
 struct StreamRelayMetrics {
   std::atomic<int64_t> forwarded{0};
   std::atomic<int64_t> duplicates{0};   // sends the FIFO queue collapsed by dedup id
-  std::atomic<int64_t> skipped{0};      // head rows and non-INSERT records
+  std::atomic<int64_t> skipped{0};      // head rows, non-INSERT records, already-forwarded seqs
   std::atomic<int64_t> errors{0};       // poison records
+  std::atomic<int64_t> resequenced{0};  // seq gaps filled from the events table
   std::atomic<int64_t> leases_lost{0};  // checkpoints refused because another instance took the shard
   std::atomic<int64_t> shards_held{0};
   std::atomic<int64_t> lag_ms{0};

@@ -140,6 +140,7 @@ void RunStream(Stack& st, const Args& a) {
           {"duplicates", m.duplicates.load()},
           {"skipped", m.skipped.load()},
           {"errors", m.errors.load()},
+          {"resequenced", m.resequenced.load()},
           {"leases_lost", m.leases_lost.load()},
           {"shards_held", m.shards_held.load()},
           {"lag_ms", m.lag_ms.load()}},

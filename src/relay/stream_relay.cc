@@ -3,11 +3,13 @@
 // (relay/shard_leases.h), "checkpoint after the queue accepted the messages".
 #include <unistd.h>
 
+#include <map>
 #include <random>
 
 #include "fmt/format.h"
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
+#include "outbox/errors.h"
 #include "outbox/queue.h"
 #include "outbox/relay.h"
 #include "relay/common.h"
@@ -47,6 +49,7 @@ struct Outgoing {
   std::string body;
   std::string tenant;
   std::string event_id;
+  int64_t seq = 0;
   int64_t created_ms = 0;
 };
 
@@ -120,7 +123,104 @@ struct StreamRelay::Impl {
     }
     p.tenant = tenant;
     p.event_id = env->id;
+    p.seq = env->seq;
     return p;
+  }
+
+  // Per-tenant position (docs/RELAY.md "Per-tenant gaps"): pk RELAY#<name>,
+  // sk TENANT#<t>, last_seq = the highest seq this relay name has put on the
+  // queue for the tenant (any instance). Read consistently each step.
+  Item TenantKey(const std::string& tenant) const {
+    return Item{{"pk", Value::S("RELAY#" + o.name)}, {"sk", Value::S("TENANT#" + tenant)}};
+  }
+  absl::StatusOr<int64_t> TenantLast(const std::string& tenant) {
+    GetRequest g;
+    g.table = o.relay_state_table;
+    g.key = TenantKey(tenant);
+    g.consistent_read = true;
+    auto r = store->GetItem(g);
+    if (!r.ok()) return r.status();
+    int64_t last = 0;
+    if (*r) {
+      auto f = (*r)->find("last_seq");
+      if (f != (*r)->end() && f->second.is(Type::N)) (void)f->second.n().ToInt64(&last);
+    }
+    return last;
+  }
+  // Moves last_seq up to `seq` (never down: another instance may be ahead).
+  absl::Status RaiseTenantLast(const std::string& tenant, int64_t seq) {
+    UpdateRequest u;
+    u.table = o.relay_state_table;
+    u.key = TenantKey(tenant);
+    u.update = "SET last_seq = :s";
+    u.condition = "attribute_not_exists(last_seq) OR last_seq < :s";
+    u.args.values = {{":s", Value::N(seq)}};
+    auto r = store->UpdateItem(u);
+    if (!r.ok() && DdbErrorName(r.status()) != ddb_error::kConditionalCheckFailed)
+      return r.status();
+    return absl::OkStatus();
+  }
+  // Event rows (from, to] of a tenant, read from the events table.
+  absl::StatusOr<std::vector<Item>> ReadRange(const std::string& tenant, int64_t from, int64_t to) {
+    std::vector<Item> out;
+    QueryRequest q;
+    q.table = o.events_table;
+    q.key_condition = "pk = :pk AND sk BETWEEN :a AND :b";
+    q.args.values = {{":pk", Value::S(EventPk(tenant))},
+                     {":a", Value::S(SeqSortKey(from + 1))},
+                     {":b", Value::S(SeqSortKey(to))}};
+    q.consistent_read = true;
+    while (true) {
+      auto r = store->Query(q);
+      if (!r.ok()) return r.status();
+      for (auto& it : r->items) out.push_back(std::move(it));
+      if (!r->last_evaluated_key) break;
+      q.exclusive_start_key = r->last_evaluated_key;
+    }
+    return out;
+  }
+
+  // Puts the batch's events in per-tenant seq order: an event at or below the
+  // tenant's position was forwarded already (skipped); one above position + 1
+  // is preceded by the missing seqs read from the events table (they are
+  // committed: the head CAS of seq s needed s - 1). `advanced` gets each
+  // tenant's new position, to be raised once the queue accepted the batch.
+  absl::StatusOr<std::vector<Outgoing>> Resequence(std::vector<Outgoing> plan,
+                                                   std::map<std::string, int64_t>* advanced,
+                                                   int64_t* skipped, int64_t* resequenced) {
+    std::vector<Outgoing> out;
+    std::map<std::string, int64_t> last;
+    for (Outgoing& p : plan) {
+      if (p.poison) {
+        out.push_back(std::move(p));
+        continue;
+      }
+      auto it = last.find(p.tenant);
+      if (it == last.end()) {
+        auto l = TenantLast(p.tenant);
+        if (!l.ok()) return l.status();
+        it = last.emplace(p.tenant, *l).first;
+      }
+      if (p.seq <= it->second) {
+        ++*skipped;
+        continue;
+      }
+      if (p.seq > it->second + 1) {
+        auto rows = ReadRange(p.tenant, it->second, p.seq - 1);
+        if (!rows.ok()) return rows.status();
+        for (Item& row : *rows) {
+          ChangeRecord rec;
+          rec.keys = Item{{"pk", row["pk"]}, {"sk", row["sk"]}};
+          rec.new_image = std::move(row);
+          out.push_back(Plan(rec, p.tenant));
+          ++*resequenced;
+        }
+      }
+      it->second = p.seq;
+      (*advanced)[p.tenant] = p.seq;
+      out.push_back(std::move(p));
+    }
+    return out;
   }
 };
 
@@ -174,6 +274,10 @@ absl::StatusOr<int> StreamRelay::RunOnce() {
       }
       plan.push_back(m.Plan(rec, tenant));
     }
+    std::map<std::string, int64_t> advanced;
+    int64_t resequenced = 0;
+    auto ordered = m.Resequence(std::move(plan), &advanced, &skipped, &resequenced);
+    if (!ordered.ok()) return ordered.status();
     // Send in order, 10 at a time; stop at the first failure (nothing is
     // checkpointed, the batch is read again: duplicates carry the same dedup id).
     int64_t forwarded = 0, duplicates = 0, newest = 0;
@@ -202,7 +306,7 @@ absl::StatusOr<int> StreamRelay::RunOnce() {
     };
     int64_t poison_n = 0;
     int64_t now_ms = m.clock->NowMillis();
-    for (const Outgoing& p : plan) {
+    for (const Outgoing& p : *ordered) {
       if (p.poison) {
         if (auto s = flush(); !s.ok()) return s;
         PutRequest put;
@@ -221,6 +325,12 @@ absl::StatusOr<int> StreamRelay::RunOnce() {
       }
     }
     if (auto s = flush(); !s.ok()) return s;
+    // The queue has them: the tenants' positions may move (before the
+    // checkpoint, so a crash in between only re-reads records it will skip).
+    for (const auto& [tenant, seq] : advanced) {
+      if (auto s = m.RaiseTenantLast(tenant, seq); !s.ok()) return s;
+    }
+    metrics_.resequenced += resequenced;
     metrics_.forwarded += forwarded;
     metrics_.duplicates += duplicates;
     metrics_.skipped += skipped;

@@ -314,9 +314,13 @@ TEST(StreamRelayEmbedded, ARelayThatLostItsLeaseCannotMoveTheCheckpoint) {
   ASSERT_TRUE(r1->RunOnce().ok());
   EXPECT_EQ(r1->metrics().leases_lost.load(), 1);
   EXPECT_TRUE(r1->HeldShards().empty());
+  // r2 reads again from the checkpoint r1 could not move, but the queue has
+  // r1's copies and the tenant position (raised once the queue accepted them,
+  // docs/RELAY.md "Per-tenant gaps") says so: nothing is sent twice.
+  const int64_t skipped_before = r2->metrics().skipped.load();
   ASSERT_TRUE(r2->Drain().ok());
-  EXPECT_EQ(r2->metrics().forwarded.load(), 3);   // from the checkpoint r1 could not move
-  EXPECT_EQ(r2->metrics().duplicates.load(), 3);  // the queue already had r1's copies
+  EXPECT_EQ(r2->metrics().forwarded.load(), 0);
+  EXPECT_EQ(r2->metrics().skipped.load() - skipped_before, 6);  // 3 events + 3 head rows
   auto got = DrainQueue(*s.queue);
   ExpectTenantOrder(got, 1, 6);
 }
