@@ -27,9 +27,6 @@ namespace {
 struct Common {
   std::string db;
   StoreFlags store;  // --store dynamodb: the store in DynamoDB, the queue in --db
-  // status: false. The stream relay (DynamoDB) keeps per-shard checkpoints, not
-  // the per-tenant positions status derives relay lag from (docs/RELAY.md).
-  bool dynamodb_ok = true;
   std::string config;
   std::string queue = ops::OpsOptions{}.queue;
   std::string output = "table";
@@ -73,14 +70,6 @@ struct Session {
 std::optional<Session> OpenSession(const Common& a, int* code) {
   if (auto st = CheckStoreAndQueueFlags(a.store, a.db); !st.ok()) {
     *code = Error(kExitUsage, "options", st);
-    return std::nullopt;
-  }
-  if (a.store.dynamodb() && !a.dynamodb_ok) {
-    *code = Error(kExitUsage, "--store dynamodb",
-                  absl::InvalidArgumentError(
-                      "not supported by this command yet: the stream relay keeps per-shard "
-                      "checkpoints, not the per-tenant positions it reports relay lag from "
-                      "(docs/RELAY.md \"DynamoDB\")"));
     return std::nullopt;
   }
   if (!std::filesystem::exists(a.db)) {
@@ -203,7 +192,6 @@ void AddStatus(CLI::App& app) {
     bool no_verify = false;
   };
   auto a = std::make_shared<Args>();
-  a->dynamodb_ok = false;
   AddCommon(c, a.get(), true);
   c->add_option("--tenant", a->tenant, "One tenant (default: every tenant)");
   c->add_flag("--no-verify", a->no_verify, "Do not recompute hash chains (faster)");

@@ -276,10 +276,16 @@ TEST_F(DynamoDbPipeline, DeadLettersAndRedriveWithTheStoreInDynamoDb) {
   }
   EXPECT_EQ(Run("dead-letters count" + at).out, "0\n");
   EXPECT_EQ(QueueDepth(), (std::pair<int64_t, int64_t>{0, 0}));
-  // status derives relay lag from the embedded relay's per-tenant rows: refused.
-  Result st = Run("status" + at, true);
-  EXPECT_EQ(st.exit_code, 2);
-  EXPECT_NE(st.out.find("per-shard checkpoints"), std::string::npos) << st.out;
+  // status: chains intact, nothing dead, queue empty, relay lag 0 (the stream
+  // relay's per-tenant positions).
+  Result st = Run("status" + at + " --config " + config_ + " -o json");
+  ASSERT_EQ(st.exit_code, 0) << st.out;
+  json sj = json::parse(st.out);
+  EXPECT_EQ(sj["healthy"], true) << st.out;
+  EXPECT_EQ(sj["chain_intact"], true) << st.out;
+  ASSERT_EQ(sj["tenants"].size(), 1u) << st.out;
+  EXPECT_EQ(sj["tenants"][0]["relay_last_seq"], 2) << st.out;
+  EXPECT_EQ(sj["tenants"][0]["relay_lag_events"], 0) << st.out;
 }
 
 TEST_F(DynamoDbPipeline, FlagMistakesAreUsageErrors) {
