@@ -20,25 +20,15 @@ using Result = testing_support::CmdResult;
 
 std::string Bin() { return testing_support::OutboxBin(); }
 
-// Single-quotes `s` for /bin/sh.
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else {
-      q += c;
-    }
-  }
-  return q + "'";
-}
+using testing_support::ShellQuote;
 
 Result Sh(const std::string& cmd) { return testing_support::RunCommand(cmd + " 2>/dev/null"); }
 
 class DdbCliTest : public ::testing::Test {
  protected:
   Result Ddb(const std::string& op, const std::string& input) {
-    return Sh(Bin() + " ddb " + op + " --db " + Quote(dir_.file("t.db")) + " --input " + Quote(input));
+    return Sh(Bin() + " ddb " + op + " --db " + ShellQuote(dir_.file("t.db")) + " --input " +
+              ShellQuote(input));
   }
   json Parse(const Result& r) {
     json j = json::parse(r.out, nullptr, false);
@@ -54,23 +44,28 @@ TEST_F(DdbCliTest, TableItemsQueryAndTransaction) {
     "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]})");
   ASSERT_EQ(c.code, 0) << c.out;
   EXPECT_EQ(Parse(c)["TableDescription"]["TableStatus"], "ACTIVE");
-  EXPECT_NE(c.out.find("\n  \"TableDescription\""), std::string::npos) << "pretty, 2-space: " << c.out;
+  EXPECT_NE(c.out.find("\n  \"TableDescription\""), std::string::npos)
+      << "pretty, 2-space: " << c.out;
 
-  Result p = Ddb("PutItem", R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},"v":{"N":"10"}}})");
+  Result p = Ddb("PutItem",
+                 R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},"v":{"N":"10"}}})");
   ASSERT_EQ(p.code, 0) << p.out;
   EXPECT_EQ(Parse(p), json::object());
 
   // --input @FILE
   std::string file = dir_.file("get.json");
   std::ofstream(file) << R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}}})";
-  Result g = Sh(Bin() + " ddb GetItem --db " + Quote(dir_.file("t.db")) + " --input @" + Quote(file));
+  Result g = Sh(Bin() + " ddb GetItem --db " + ShellQuote(dir_.file("t.db")) + " --input @" +
+                ShellQuote(file));
   ASSERT_EQ(g.code, 0) << g.out;
   EXPECT_EQ(Parse(g), json::parse(R"({"Item":{"pk":{"S":"a"},"sk":{"S":"1"},"v":{"N":"10"}}})"));
 
   // --input - (stdin)
-  Result q = Sh("printf '%s' " +
-                Quote(R"({"TableName":"orders","KeyConditionExpression":"pk = :p","ExpressionAttributeValues":{":p":{"S":"a"}}})") +
-                " | " + Bin() + " ddb Query --db " + Quote(dir_.file("t.db")) + " --input -");
+  Result q = Sh(
+      "printf '%s' " +
+      ShellQuote(
+          R"({"TableName":"orders","KeyConditionExpression":"pk = :p","ExpressionAttributeValues":{":p":{"S":"a"}}})") +
+      " | " + Bin() + " ddb Query --db " + ShellQuote(dir_.file("t.db")) + " --input -");
   ASSERT_EQ(q.code, 0) << q.out;
   json qj = Parse(q);
   EXPECT_EQ(qj["Count"], 1);
@@ -103,7 +98,8 @@ TEST_F(DdbCliTest, Errors) {
   Result ve = Ddb("GetItem", R"({"TableName":"orders"})");
   EXPECT_EQ(ve.code, 1);
   EXPECT_EQ(Parse(ve)["__type"], "com.amazon.coral.validate#ValidationException");
-  Result nofile = Sh(Bin() + " ddb GetItem --db " + Quote(dir_.file("t.db")) + " --input @/nonexistent/x.json");
+  Result nofile = Sh(Bin() + " ddb GetItem --db " + ShellQuote(dir_.file("t.db")) +
+                     " --input @/nonexistent/x.json");
   EXPECT_EQ(nofile.code, 2);
   Result usage = Sh(Bin() + " ddb GetItem");  // --db missing
   EXPECT_EQ(usage.code, 2);

@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "support/command.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -18,21 +19,13 @@ namespace {
 using json = nlohmann::json;
 using outbox::testing_support::TempDir;
 
-const char* Bin() {
-  const char* bin = std::getenv("OUTBOX_BIN");
-  EXPECT_NE(bin, nullptr) << "OUTBOX_BIN not set (run through ctest)";
-  return bin;
-}
+std::string Bin() { return outbox::testing_support::OutboxBin(); }
 
 // Runs a command; returns the exit code and fills `out` with stdout.
 int RunCmd(const std::string& cmd, std::string* out) {
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  auto r = outbox::testing_support::RunCommand(cmd);
+  *out += r.out;
+  return r.code;
 }
 
 std::string Config() { return std::string(OUTBOX_SOURCE_DIR) + "/examples/petshop/outbox.toml"; }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "support/command.h"
 #include "support/dynamodb_local.h"
 #include "support/temp_dir.h"
 
@@ -31,10 +32,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-};
+using Result = testing_support::CmdResult;
 
 // A process started in the background; stdout goes to `out_file`.
 struct Background {
@@ -65,16 +63,8 @@ lane = "DURABLE"
 
   // The environment of every process: this test's own DynamoDB Local database
   // (a fresh access key) and nothing from the developer's AWS setup.
-  std::string Env() const {
-    return "env AWS_ACCESS_KEY_ID=" + key_ +
-           " AWS_SECRET_ACCESS_KEY=x AWS_REGION= AWS_DEFAULT_REGION= AWS_PROFILE= "
-           "AWS_CONFIG_FILE=/nonexistent AWS_SHARED_CREDENTIALS_FILE=/nonexistent "
-           "AWS_ENDPOINT_URL= AWS_ENDPOINT_URL_DYNAMODB= AWS_SESSION_TOKEN= ";
-  }
-  static std::string Bin() {
-    const char* b = std::getenv("OUTBOX_BIN");
-    return b ? b : "outbox";
-  }
+  std::string Env() const { return testing_support::DynamoDbLocal::IsolatedEnv(key_); }
+  static std::string Bin() { return testing_support::OutboxBin(); }
   std::string Remote() const {
     return "--store dynamodb --endpoint " + testing_support::DynamoDbLocal::Endpoint() +
            " --region us-east-1";
@@ -83,15 +73,7 @@ lane = "DURABLE"
   Result Run(const std::string& args, bool stderr_too = false) {
     std::string cmd =
         Env() + Bin() + " " + args + (stderr_too ? " 2>&1" : " 2>>" + dir_.path() + "/stderr.log");
-    Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    int st = pclose(p);
-    r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
+    return testing_support::RunCommand(cmd);
   }
 
   Background Start(const std::string& args, const std::string& name) {
@@ -122,8 +104,8 @@ lane = "DURABLE"
       for (const auto& t : tenants) {
         Result e = Run("emit " + Remote() + " --tenant " + t +
                        " --type order.placed --payload '{\"i\":" + std::to_string(i) + "}'");
-        EXPECT_EQ(e.exit_code, 0) << e.out;
-        if (e.exit_code != 0) return ids;
+        EXPECT_EQ(e.code, 0) << e.out;
+        if (e.code != 0) return ids;
         ids.push_back(json::parse(e.out)["id"].get<std::string>());
       }
     }
@@ -133,7 +115,7 @@ lane = "DURABLE"
   // {visible, in_flight} of the event queue.
   std::pair<int64_t, int64_t> QueueDepth() {
     Result r = Run("queue stats --db " + queue_db_ + " -o json outbox-events.fifo");
-    if (r.exit_code != 0) return {-1, -1};
+    if (r.code != 0) return {-1, -1};
     json j = json::parse(r.out)[0];
     return {j["visible"].get<int64_t>(), j["in_flight"].get<int64_t>()};
   }
@@ -154,7 +136,7 @@ lane = "DURABLE"
   void WorkAndCheckOnce(const std::vector<std::string>& ids) {
     Result w =
         Run("worker " + Remote() + " --db " + queue_db_ + " --config " + config_ + " --until-idle");
-    ASSERT_EQ(w.exit_code, 0) << w.out << Slurp(dir_.path() + "/stderr.log");
+    ASSERT_EQ(w.code, 0) << w.out << Slurp(dir_.path() + "/stderr.log");
     json m = json::parse(w.out);
     EXPECT_EQ(m["received"], ids.size()) << w.out;
     EXPECT_EQ(m["handler_ok"], ids.size()) << w.out;
@@ -164,7 +146,7 @@ lane = "DURABLE"
     EXPECT_EQ(QueueDepth(), (std::pair<int64_t, int64_t>{0, 0}));
 
     Result scan = Run("ddb Scan " + Remote() + " --input '{\"TableName\":\"outbox_inbox\"}'");
-    ASSERT_EQ(scan.exit_code, 0) << scan.out;
+    ASSERT_EQ(scan.code, 0) << scan.out;
     json s = json::parse(scan.out);
     ASSERT_FALSE(s.contains("LastEvaluatedKey")) << "more inbox rows than one page";
     std::multiset<std::string> keys;
@@ -180,7 +162,7 @@ lane = "DURABLE"
     // A second worker run finds nothing: no message came back.
     Result again =
         Run("worker " + Remote() + " --db " + queue_db_ + " --config " + config_ + " --until-idle");
-    ASSERT_EQ(again.exit_code, 0);
+    ASSERT_EQ(again.code, 0);
     EXPECT_EQ(json::parse(again.out)["received"], 0) << again.out;
   }
 
@@ -193,7 +175,7 @@ TEST_F(DynamoDbPipeline, RelayOnceThenWorkerHandlesEveryEventOnce) {
   std::vector<std::string> ids = Emit({"acme", "globex"}, 4);
   ASSERT_EQ(ids.size(), 8u);
   Result r = Run("relay " + Remote() + " --db " + queue_db_ + " --once -o json");
-  ASSERT_EQ(r.exit_code, 0) << r.out << Slurp(dir_.path() + "/stderr.log");
+  ASSERT_EQ(r.code, 0) << r.out << Slurp(dir_.path() + "/stderr.log");
   json m = json::parse(r.out);
   EXPECT_EQ(m["store"], "dynamodb");
   EXPECT_EQ(m["forwarded"], 8) << r.out;
@@ -201,7 +183,7 @@ TEST_F(DynamoDbPipeline, RelayOnceThenWorkerHandlesEveryEventOnce) {
   EXPECT_EQ(QueueDepth(), (std::pair<int64_t, int64_t>{8, 0}));
   // The checkpoint is durable: a second run forwards nothing.
   Result again = Run("relay " + Remote() + " --db " + queue_db_ + " --once -o json");
-  ASSERT_EQ(again.exit_code, 0) << again.out;
+  ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_EQ(json::parse(again.out)["forwarded"], 0) << again.out;
   WorkAndCheckOnce(ids);
 }
@@ -245,14 +227,14 @@ TEST_F(DynamoDbPipeline, DeadLettersAndRedriveWithTheStoreInDynamoDb) {
   std::vector<std::string> ids = Emit({"acme"}, 2);
   ASSERT_EQ(ids.size(), 2u);
   const std::string at = " " + Remote() + " --db " + queue_db_;
-  ASSERT_EQ(Run("relay" + at + " --once").exit_code, 0);
+  ASSERT_EQ(Run("relay" + at + " --once").code, 0);
   Result w =
       Run("worker" + at + " --config " + config_ + " --until-idle --handler notify=fail-terminal");
-  ASSERT_EQ(w.exit_code, 0) << w.out;
+  ASSERT_EQ(w.code, 0) << w.out;
   EXPECT_EQ(json::parse(w.out)["handler_dead"], 2) << w.out;
 
   Result list = Run("dead-letters list" + at + " -o json");
-  ASSERT_EQ(list.exit_code, 0) << list.out;
+  ASSERT_EQ(list.code, 0) << list.out;
   json lj = json::parse(list.out);
   ASSERT_EQ(lj.size(), 2u) << list.out;
   std::set<std::string> dead_ids{lj[0]["event_id"].get<std::string>(),
@@ -260,18 +242,18 @@ TEST_F(DynamoDbPipeline, DeadLettersAndRedriveWithTheStoreInDynamoDb) {
   EXPECT_EQ(dead_ids, (std::set<std::string>{ids[0], ids[1]}));
   EXPECT_EQ(Run("dead-letters count" + at).out, "2\n");
   Result show = Run("dead-letters show " + lj[0]["id"].get<std::string>() + at + " -o json");
-  ASSERT_EQ(show.exit_code, 0) << show.out;
+  ASSERT_EQ(show.code, 0) << show.out;
   EXPECT_EQ(json::parse(show.out)["inbox"]["status"], "DEAD");
 
   Result rd = Run("redrive --all" + at + " -o json");
-  ASSERT_EQ(rd.exit_code, 0) << rd.out;
+  ASSERT_EQ(rd.code, 0) << rd.out;
   EXPECT_EQ(json::parse(rd.out)["reset"], 2) << rd.out;
   Result again = Run("worker" + at + " --config " + config_ + " --until-idle");
-  ASSERT_EQ(again.exit_code, 0) << again.out;
+  ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_EQ(json::parse(again.out)["handler_ok"], 2) << again.out;
   for (const auto& id : ids) {
     Result in = Run("inbox show " + id + ":notify" + at + " -o json");
-    ASSERT_EQ(in.exit_code, 0) << in.out;
+    ASSERT_EQ(in.code, 0) << in.out;
     EXPECT_EQ(json::parse(in.out)["status"], "COMPLETED") << in.out;
   }
   EXPECT_EQ(Run("dead-letters count" + at).out, "0\n");
@@ -279,7 +261,7 @@ TEST_F(DynamoDbPipeline, DeadLettersAndRedriveWithTheStoreInDynamoDb) {
   // status: chains intact, nothing dead, queue empty, relay lag 0 (the stream
   // relay's per-tenant positions).
   Result st = Run("status" + at + " --config " + config_ + " -o json");
-  ASSERT_EQ(st.exit_code, 0) << st.out;
+  ASSERT_EQ(st.code, 0) << st.out;
   json sj = json::parse(st.out);
   EXPECT_EQ(sj["healthy"], true) << st.out;
   EXPECT_EQ(sj["chain_intact"], true) << st.out;
@@ -290,16 +272,16 @@ TEST_F(DynamoDbPipeline, DeadLettersAndRedriveWithTheStoreInDynamoDb) {
 
 TEST_F(DynamoDbPipeline, FlagMistakesAreUsageErrors) {
   Result no_db = Run("relay " + Remote() + " --once", true);
-  EXPECT_EQ(no_db.exit_code, 2);
+  EXPECT_EQ(no_db.code, 2);
   EXPECT_NE(no_db.out.find("--db FILE is required"), std::string::npos) << no_db.out;
   Result poll = Run("relay " + Remote() + " --db " + queue_db_ + " --mode poll --once", true);
-  EXPECT_EQ(poll.exit_code, 2);
+  EXPECT_EQ(poll.code, 2);
   EXPECT_NE(poll.out.find("polling relay is embedded-only"), std::string::npos) << poll.out;
   Result worker = Run("worker " + Remote() + " --config " + config_ + " --once", true);
-  EXPECT_EQ(worker.exit_code, 2);
+  EXPECT_EQ(worker.code, 2);
   EXPECT_NE(worker.out.find("--db FILE is required"), std::string::npos) << worker.out;
   Result both = Run("worker " + Remote() + " --db " + queue_db_ + " --once --until-idle", true);
-  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_EQ(both.code, 2);
   EXPECT_NE(both.out.find("--until-idle"), std::string::npos) << both.out;
 }
 

@@ -31,6 +31,13 @@ inline CmdResult RunCommand(const std::string& cmd) {
   return r;
 }
 
+// Single-quotes `s` for /bin/sh.
+inline std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 // The outbox binary under test (OUTBOX_BIN, set by ctest); "" plus a test
 // failure when unset.
 inline std::string OutboxBin() {

@@ -34,6 +34,14 @@ class DynamoDbLocal : public ::testing::Environment {
   }
   static const std::string& Endpoint() { return endpoint_ref(); }
   // A new access key id: a new, empty database inside the same emulator.
+  // `env ...` prefix for a child process: the DynamoDB Local database of
+  // `access_key` and nothing from the developer's AWS setup.
+  static std::string IsolatedEnv(const std::string& access_key) {
+    return "env AWS_ACCESS_KEY_ID=" + access_key +
+           " AWS_SECRET_ACCESS_KEY=x AWS_REGION= AWS_DEFAULT_REGION= AWS_PROFILE= "
+           "AWS_CONFIG_FILE=/nonexistent AWS_SHARED_CREDENTIALS_FILE=/nonexistent "
+           "AWS_ENDPOINT_URL= AWS_ENDPOINT_URL_DYNAMODB= AWS_SESSION_TOKEN= ";
+  }
   static std::string FreshAccessKey() {
     static std::atomic<int> n{0};
     return "test" + std::to_string(getpid()) + "x" + std::to_string(n.fetch_add(1));
