@@ -4,14 +4,36 @@
 
 namespace outbox::cli {
 
-absl::StatusOr<Embedded> OpenEmbedded(const std::string& path) {
-  Embedded e;
+namespace {
+
+// The SQLite file at `path` (its folder created when absent).
+absl::StatusOr<std::shared_ptr<sqlite::Database>> OpenFile(const std::string& path) {
   std::error_code ec;
   auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   sqlite::DatabaseOptions o;
   o.path = path;
-  auto db = sqlite::Database::Open(o);
+  return sqlite::Database::Open(o);
+}
+
+// The engine over `store`, tables ensured; it writes outbox rows when the
+// recorded relay mode is "poll".
+absl::StatusOr<std::unique_ptr<Engine>> OpenEngine(Store* store) {
+  EngineOptions eo;
+  auto mode = StoredRelayMode(store);
+  if (!mode.ok()) return mode.status();
+  eo.write_outbox_rows = *mode == "poll";
+  auto engine = Engine::Open(store, eo);
+  if (!engine.ok()) return engine.status();
+  if (auto s = (*engine)->EnsureTables(); !s.ok()) return s;
+  return engine;
+}
+
+}  // namespace
+
+absl::StatusOr<Embedded> OpenEmbedded(const std::string& path) {
+  Embedded e;
+  auto db = OpenFile(path);
   if (!db.ok()) return db.status();
   e.db = *std::move(db);
   auto store = SqliteStore::Open(e.db, Clock::Real());
@@ -20,14 +42,9 @@ absl::StatusOr<Embedded> OpenEmbedded(const std::string& path) {
   auto queue = SqliteQueue::Open(e.db, Clock::Real());
   if (!queue.ok()) return queue.status();
   e.queue = *std::move(queue);
-  EngineOptions eo;
-  auto mode = StoredRelayMode(e.store.get());
-  if (!mode.ok()) return mode.status();
-  eo.write_outbox_rows = *mode == "poll";
-  auto engine = Engine::Open(e.store.get(), eo);
+  auto engine = OpenEngine(e.store.get());
   if (!engine.ok()) return engine.status();
   e.engine = *std::move(engine);
-  if (auto s = e.engine->EnsureTables(); !s.ok()) return s;
   return e;
 }
 
@@ -46,25 +63,15 @@ absl::StatusOr<Stack> OpenStack(const StoreFlags& flags, const std::string& path
   auto store = OpenDynamoDbStore(flags);
   if (!store.ok()) return store.status();
   st.store = *std::move(store);
-  std::error_code ec;
-  auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  sqlite::DatabaseOptions o;
-  o.path = path;
-  auto db = sqlite::Database::Open(o);
+  auto db = OpenFile(path);
   if (!db.ok()) return db.status();
   st.db = *std::move(db);
   auto queue = SqliteQueue::Open(st.db, Clock::Real());
   if (!queue.ok()) return queue.status();
   st.queue = *std::move(queue);
-  EngineOptions eo;
-  auto mode = StoredRelayMode(st.store.get());
-  if (!mode.ok()) return mode.status();
-  eo.write_outbox_rows = *mode == "poll";
-  auto engine = Engine::Open(st.store.get(), eo);
+  auto engine = OpenEngine(st.store.get());
   if (!engine.ok()) return engine.status();
   st.engine = *std::move(engine);
-  if (auto s = st.engine->EnsureTables(); !s.ok()) return s;
   return st;
 }
 
@@ -86,7 +93,8 @@ absl::StatusOr<std::string> StoredRelayMode(Store* store) {
 absl::Status StoreRelayMode(Store* store, const std::string& mode) {
   PutRequest p;
   p.table = EngineOptions{}.relay_state_table;
-  p.item = Item{{"pk", Value::S("SETTINGS")}, {"sk", Value::S("RELAY_MODE")}, {"mode", Value::S(mode)}};
+  p.item =
+      Item{{"pk", Value::S("SETTINGS")}, {"sk", Value::S("RELAY_MODE")}, {"mode", Value::S(mode)}};
   auto r = store->PutItem(p);
   return r.ok() ? absl::OkStatus() : r.status();
 }
