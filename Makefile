@@ -33,7 +33,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
 test-asan: bootstrap
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOUTBOX_SANITIZE=ON -DOUTBOX_BENCH=OFF
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOUTBOX_SANITIZE=ON -DOUTBOX_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1800
 
@@ -49,9 +49,9 @@ sim: bootstrap $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target sim_run
 	$(BUILD)/tests/sim_run --seeds 1..$(SEEDS)
 
-FUZZ_SECONDS ?= 30
+FUZZ_SECONDS ?= 60
 fuzz: bootstrap
-	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOUTBOX_FUZZ=ON -DOUTBOX_BENCH=OFF
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOUTBOX_FUZZ=ON -DOUTBOX_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_targets
 	bash scripts/run-fuzz build-fuzz $(FUZZ_SECONDS)
 

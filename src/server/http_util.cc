@@ -12,7 +12,12 @@ namespace outbox::server {
 
 void JsonReply(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Replies echo client bytes (a path, a header, a field name) that need not be
+  // UTF-8: replace invalid bytes with U+FFFD instead of throwing — a throw from
+  // the error handler is outside httplib's exception handling and would
+  // terminate the daemon (fuzz_http finding, docs/TESTING.md).
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
 }
 
 void ErrorReply(httplib::Response& res, int status, std::string_view code, std::string_view message,

@@ -13,6 +13,7 @@
 
 namespace outbox::server {
 
+// Invalid UTF-8 in strings is written as U+FFFD (never throws).
 void JsonReply(httplib::Response& res, int status, const nlohmann::json& body);
 // {"error":{"code":…,"message":…,"field":…}} (field omitted when empty).
 void ErrorReply(httplib::Response& res, int status, std::string_view code, std::string_view message,
