@@ -22,7 +22,8 @@ struct BenchDb {
   std::unique_ptr<Engine> engine;
 
   BenchDb() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "outbox-engine-bench-XXXXXX").string();
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "outbox-engine-bench-XXXXXX").string();
     dir = mkdtemp(tmpl.data());
     sqlite::DatabaseOptions o;
     o.path = dir + "/bench.db";
@@ -55,14 +56,19 @@ std::atomic<int64_t> g_counter{0};
 void BM_EngineEmit(benchmark::State& state) {
   if (state.thread_index() == 0) g_db = new BenchDb();
   const int tenants = static_cast<int>(state.range(0));
-  Value payload = Value::M({{"order", Value::S("o-1")}, {"amount", Value::N(1250)}, {"currency", Value::S("EUR")}});
+  Value payload = Value::M(
+      {{"order", Value::S("o-1")}, {"amount", Value::N(1250)}, {"currency", Value::S("EUR")}});
   int64_t i = 0;
   for (auto _ : state) {
     int64_t n = g_counter.fetch_add(1);
-    std::string tenant = fmt::format("tenant-{}", tenants == 1 ? 0 : (state.thread_index() + i++) % tenants);
-    TransactWriteItem w = TransactWriteItem::Put(
-        "orders", Item{{"pk", Value::S(fmt::format("ORDER#{}", n))}, {"sk", Value::S("A")}, {"total", Value::N(1250)}});
-    auto e = g_db->engine->Emit(RequestContext{tenant, "", "bench"}, "order.created", payload, {std::move(w)});
+    std::string tenant =
+        fmt::format("tenant-{}", tenants == 1 ? 0 : (state.thread_index() + i++) % tenants);
+    TransactWriteItem w =
+        TransactWriteItem::Put("orders", Item{{"pk", Value::S(fmt::format("ORDER#{}", n))},
+                                              {"sk", Value::S("A")},
+                                              {"total", Value::N(1250)}});
+    auto e = g_db->engine->Emit(RequestContext{tenant, "", "bench"}, "order.created", payload,
+                                {std::move(w)});
     if (!e.ok()) {
       state.SkipWithError(std::string(e.status().message()).c_str());
       break;
@@ -70,8 +76,9 @@ void BM_EngineEmit(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
   if (state.thread_index() == 0) {
-    state.counters["txn_per_event"] = static_cast<double>(g_db->engine->metrics().transactions.load()) /
-                                      std::max<int64_t>(1, g_db->engine->metrics().events.load());
+    state.counters["txn_per_event"] =
+        static_cast<double>(g_db->engine->metrics().transactions.load()) /
+        std::max<int64_t>(1, g_db->engine->metrics().events.load());
     delete g_db;
     g_db = nullptr;
   }
@@ -82,11 +89,14 @@ BENCHMARK(BM_EngineEmit)->Arg(1)->Arg(8)->Threads(1)->Threads(8)->UseRealTime()-
 void BM_EngineVerifyChain(benchmark::State& state) {
   BenchDb db;
   const int64_t n = state.range(0);
-  Value payload = Value::M({{"order", Value::S("o-1")}, {"amount", Value::N(1250)}, {"currency", Value::S("EUR")}});
+  Value payload = Value::M(
+      {{"order", Value::S("o-1")}, {"amount", Value::N(1250)}, {"currency", Value::S("EUR")}});
   for (int64_t done = 0; done < n;) {
     std::vector<EventSpec> batch;
-    for (int i = 0; i < 98 && done < n; ++i, ++done) batch.push_back(EventSpec{"order.created", payload});
-    if (!db.engine->EmitBatch(RequestContext{"acme", "", "bench"}, std::move(batch)).ok()) std::abort();
+    for (int i = 0; i < 98 && done < n; ++i, ++done)
+      batch.push_back(EventSpec{"order.created", payload});
+    if (!db.engine->EmitBatch(RequestContext{"acme", "", "bench"}, std::move(batch)).ok())
+      std::abort();
   }
   for (auto _ : state) {
     auto v = db.engine->VerifyChain("acme");
@@ -103,11 +113,14 @@ BENCHMARK(BM_EngineVerifyChain)->Arg(100000)->Unit(benchmark::kMillisecond)->Use
 void BM_EngineLogQueryOnly(benchmark::State& state) {
   BenchDb db;
   const int64_t n = state.range(0);
-  Value payload = Value::M({{"order", Value::S("o-1")}, {"amount", Value::N(1250)}, {"currency", Value::S("EUR")}});
+  Value payload = Value::M(
+      {{"order", Value::S("o-1")}, {"amount", Value::N(1250)}, {"currency", Value::S("EUR")}});
   for (int64_t done = 0; done < n;) {
     std::vector<EventSpec> batch;
-    for (int i = 0; i < 98 && done < n; ++i, ++done) batch.push_back(EventSpec{"order.created", payload});
-    if (!db.engine->EmitBatch(RequestContext{"acme", "", "bench"}, std::move(batch)).ok()) std::abort();
+    for (int i = 0; i < 98 && done < n; ++i, ++done)
+      batch.push_back(EventSpec{"order.created", payload});
+    if (!db.engine->EmitBatch(RequestContext{"acme", "", "bench"}, std::move(batch)).ok())
+      std::abort();
   }
   for (auto _ : state) {
     QueryRequest q;

@@ -33,7 +33,8 @@ ExpressionArgs BenchArgs() {
 
 void BM_ConditionEvaluate(benchmark::State& state) {
   auto cond = Condition::Parse(
-      "attribute_exists(pk) AND #s = :s AND version < :v AND begins_with(sk, :p) AND size(tags) > :n");
+      "attribute_exists(pk) AND #s = :s AND version < :v AND begins_with(sk, :p) AND size(tags) > "
+      ":n");
   if (!cond.ok()) {
     state.SkipWithError("parse failed");
     return;
@@ -54,7 +55,8 @@ BENCHMARK(BM_ConditionEvaluate);
 void BM_ConditionParse(benchmark::State& state) {
   for (auto _ : state) {
     auto c = Condition::Parse(
-        "attribute_exists(pk) AND #s = :s AND version < :v AND begins_with(sk, :p) AND size(tags) > :n");
+        "attribute_exists(pk) AND #s = :s AND version < :v AND begins_with(sk, :p) AND size(tags) "
+        "> :n");
     benchmark::DoNotOptimize(c);
   }
   state.SetItemsProcessed(state.iterations());

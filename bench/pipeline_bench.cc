@@ -134,8 +134,8 @@ std::unique_ptr<Pipeline> MakePipeline(int subs) {
   wo.batch = 10;
   wo.wait = absl::Milliseconds(100);
   wo.owner = "bench";
-  p->worker = std::make_unique<DurableWorker>(p->store.get(), p->queue.get(), p->inbox.get(), &p->router,
-                                              Clock::Real(), wo);
+  p->worker = std::make_unique<DurableWorker>(p->store.get(), p->queue.get(), p->inbox.get(),
+                                              &p->router, Clock::Real(), wo);
   p->relay->Start();
   if (!p->worker->Start().ok()) std::abort();
   return p;
@@ -195,7 +195,8 @@ void BM_Pipeline(benchmark::State& state) {
     for (auto& t : emitters) t.join();
     const int64_t want = deleted0 + (kEvents / kTenants) * kTenants - failures.load();
     auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-    while (p->worker->metrics().deleted.load() < want && std::chrono::steady_clock::now() < deadline) {
+    while (p->worker->metrics().deleted.load() < want &&
+           std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -214,7 +215,8 @@ void BM_Pipeline(benchmark::State& state) {
     }
     state.counters["lat_p50_ms"] = static_cast<double>(Percentile(lat, 0.50));
     state.counters["lat_p99_ms"] = static_cast<double>(Percentile(lat, 0.99));
-    state.counters["lat_max_ms"] = lat.empty() ? 0 : static_cast<double>(*std::max_element(lat.begin(), lat.end()));
+    state.counters["lat_max_ms"] =
+        lat.empty() ? 0 : static_cast<double>(*std::max_element(lat.begin(), lat.end()));
     state.counters["commits_per_event"] =
         static_cast<double>(p->db->commit_counter() - commits0) / static_cast<double>(n);
     const int64_t runs = p->worker->metrics().handler_ok.load() - ok0;

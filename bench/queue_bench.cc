@@ -50,7 +50,8 @@ std::unique_ptr<Env> MakeEnv(const std::string& tag, bool durable = true) {
 
 std::string Body(int i) { return "payload-" + std::to_string(i) + std::string(100, 'x'); }
 
-// range(0): 0 = standard, else FIFO with that many groups; range(1): 1 = synchronous=FULL, 0 = NORMAL.
+// range(0): 0 = standard, else FIFO with that many groups; range(1): 1 = synchronous=FULL, 0 =
+// NORMAL.
 void BM_QueueRoundTrip(benchmark::State& state) {
   static std::mutex mu;
   static std::unique_ptr<Env> env;
@@ -84,7 +85,8 @@ void BM_QueueRoundTrip(benchmark::State& state) {
     auto got = env->queue->Receive(name, ro);
     if (!got.ok()) state.SkipWithError("receive failed");
     std::vector<std::pair<std::string, std::string>> del;
-    for (size_t i = 0; i < got->size(); ++i) del.emplace_back("d" + std::to_string(i), (*got)[i].receipt_handle);
+    for (size_t i = 0; i < got->size(); ++i)
+      del.emplace_back("d" + std::to_string(i), (*got)[i].receipt_handle);
     if (!del.empty()) {
       auto d = env->queue->DeleteBatch(name, del);
       if (!d.ok() || !d->failed.empty()) state.SkipWithError("delete failed");
@@ -146,7 +148,8 @@ void BM_QueueReceiveAtDepth(benchmark::State& state) {
     if (!got.ok() || got->size() != 10) state.SkipWithError("receive failed");
     state.PauseTiming();  // measure the receive alone; deleting keeps the depth steady
     std::vector<std::pair<std::string, std::string>> del;
-    for (size_t i = 0; i < got->size(); ++i) del.emplace_back("d" + std::to_string(i), (*got)[i].receipt_handle);
+    for (size_t i = 0; i < got->size(); ++i)
+      del.emplace_back("d" + std::to_string(i), (*got)[i].receipt_handle);
     if (!q->DeleteBatch(name, del).ok()) state.SkipWithError("delete failed");
     state.ResumeTiming();
   }

@@ -94,9 +94,11 @@ struct Env {
       for (int t = 0; t < kTenants && done < events; ++t) {
         std::vector<EventSpec> batch;
         for (int i = 0; i < 40 && done < events; ++i, ++done) {
-          batch.push_back({"com.bench.happened", Value::M({{"n", Value::N(done)}, {"note", Value::S("payload")}})});
+          batch.push_back({"com.bench.happened",
+                           Value::M({{"n", Value::N(done)}, {"note", Value::S("payload")}})});
         }
-        auto r = engine->EmitBatch(RequestContext{.tenant = "t" + std::to_string(t)}, std::move(batch));
+        auto r =
+            engine->EmitBatch(RequestContext{.tenant = "t" + std::to_string(t)}, std::move(batch));
         if (!r.ok()) std::abort();
       }
     }
@@ -124,7 +126,8 @@ void BM_RelayThroughput(benchmark::State& state) {
       }
     } else {
       auto relay = ChangeFeedRelay::Open(env->store.get(), env->queue.get(), Clock::Real());
-      if (!relay.ok() || !(*relay)->Drain().ok() || (*relay)->metrics().forwarded.load() != events) {
+      if (!relay.ok() || !(*relay)->Drain().ok() ||
+          (*relay)->metrics().forwarded.load() != events) {
         state.SkipWithError("feed relay failed");
         break;
       }
@@ -147,10 +150,11 @@ void BM_RelayThroughput(benchmark::State& state) {
 class Watcher {
  public:
   explicit Watcher(const std::string& path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) std::abort();
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
+      std::abort();
     sqlite3_busy_timeout(db_, 1000);
-    if (sqlite3_prepare_v2(db_, "SELECT seq, dedup_id FROM q_messages WHERE seq > ?1 ORDER BY seq", -1, &stmt_,
-                           nullptr) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db_, "SELECT seq, dedup_id FROM q_messages WHERE seq > ?1 ORDER BY seq",
+                           -1, &stmt_, nullptr) != SQLITE_OK) {
       std::abort();
     }
     thread_ = std::thread([this] { Run(); });
@@ -202,7 +206,8 @@ void BM_RelayLatency(benchmark::State& state) {
   const double rate = static_cast<double>(state.range(1));
   const bool normal = state.range(2) == 1;
   constexpr int kBatch = 10;
-  const int per_tenant = std::max(kBatch, static_cast<int>(rate * 2.0 / kTenants) / kBatch * kBatch);
+  const int per_tenant =
+      std::max(kBatch, static_cast<int>(rate * 2.0 / kTenants) / kBatch * kBatch);
   std::vector<double> lat_ms;
   double achieved = 0;
   for (auto _ : state) {
@@ -230,9 +235,12 @@ void BM_RelayLatency(benchmark::State& state) {
         auto next = t0;
         for (int i = 0; i < per_tenant; i += kBatch) {
           std::this_thread::sleep_until(next);
-          next += std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(per_thread_interval_s));
-          std::vector<EventSpec> batch(kBatch, EventSpec{"com.bench.happened", Value::M({{"i", Value::N(i)}})});
-          auto r = env.engine->EmitBatch(RequestContext{.tenant = "t" + std::to_string(t)}, std::move(batch));
+          next += std::chrono::duration_cast<Steady::duration>(
+              std::chrono::duration<double>(per_thread_interval_s));
+          std::vector<EventSpec> batch(
+              kBatch, EventSpec{"com.bench.happened", Value::M({{"i", Value::N(i)}})});
+          auto r = env.engine->EmitBatch(RequestContext{.tenant = "t" + std::to_string(t)},
+                                         std::move(batch));
           auto now = Steady::now();
           if (!r.ok()) {
             failed = true;
@@ -260,12 +268,15 @@ void BM_RelayLatency(benchmark::State& state) {
     auto seen = watcher.seen();
     for (const auto& [id, tc] : committed) {
       auto it = seen.find(id);
-      lat_ms.push_back(std::max(0.0, std::chrono::duration<double, std::milli>(it->second - tc).count()));
+      lat_ms.push_back(
+          std::max(0.0, std::chrono::duration<double, std::milli>(it->second - tc).count()));
     }
   }
   if (lat_ms.empty()) return;
   std::sort(lat_ms.begin(), lat_ms.end());
-  auto pct = [&](double p) { return lat_ms[std::min(lat_ms.size() - 1, static_cast<size_t>(p * lat_ms.size()))]; };
+  auto pct = [&](double p) {
+    return lat_ms[std::min(lat_ms.size() - 1, static_cast<size_t>(p * lat_ms.size()))];
+  };
   state.counters["lat_p50_ms"] = pct(0.50);
   state.counters["lat_p99_ms"] = pct(0.99);
   state.counters["lat_max_ms"] = lat_ms.back();

@@ -26,7 +26,8 @@ std::mutex g_mu;
 
 void SetUp(const std::string& sync) {
   auto* s = new Shared();
-  s->dir = (std::filesystem::temp_directory_path() / ("outbox-bench-" + std::to_string(getpid()))).string();
+  s->dir = (std::filesystem::temp_directory_path() / ("outbox-bench-" + std::to_string(getpid())))
+               .string();
   std::filesystem::remove_all(s->dir);
   std::filesystem::create_directories(s->dir);
   sqlite::DatabaseOptions o;
@@ -53,8 +54,11 @@ void TearDown() {
 }
 
 Item MakeItem(const std::string& pk, int64_t i) {
-  return Item{{"pk", Value::S(pk)}, {"sk", Value::S(std::to_string(i))}, {"status", Value::S("NEW")},
-              {"amount", Value::N(i % 1000)}, {"note", Value::S("benchmark item with a short text")}};
+  return Item{{"pk", Value::S(pk)},
+              {"sk", Value::S(std::to_string(i))},
+              {"status", Value::S("NEW")},
+              {"amount", Value::N(i % 1000)},
+              {"note", Value::S("benchmark item with a short text")}};
 }
 
 void BM_StoreConditionalPut(benchmark::State& state) {
@@ -94,7 +98,8 @@ void BM_StoreQuery100(benchmark::State& state) {
   if (state.thread_index() == 0) {
     SetUp("FULL");
     TransactWriteRequest req;
-    for (int i = 0; i < 100; ++i) req.items.push_back(TransactWriteItem::Put("bench", MakeItem("q", i)));
+    for (int i = 0; i < 100; ++i)
+      req.items.push_back(TransactWriteItem::Put("bench", MakeItem("q", i)));
     (void)g_shared->store->TransactWriteItems(req);
   }
   for (auto _ : state) {
@@ -110,7 +115,14 @@ void BM_StoreQuery100(benchmark::State& state) {
 }
 
 BENCHMARK(BM_StoreConditionalPut)->Threads(1)->Threads(8)->UseRealTime()->MinTime(2.0);
-BENCHMARK(BM_StoreTransact3)->Arg(1)->Arg(0)->Threads(1)->Threads(8)->Threads(32)->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_StoreTransact3)
+    ->Arg(1)
+    ->Arg(0)
+    ->Threads(1)
+    ->Threads(8)
+    ->Threads(32)
+    ->UseRealTime()
+    ->MinTime(2.0);
 BENCHMARK(BM_StoreQuery100)->Threads(1)->Threads(8)->UseRealTime()->MinTime(2.0);
 
 }  // namespace

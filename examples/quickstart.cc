@@ -9,15 +9,17 @@
 
 int main(int argc, char** argv) {
   std::string path = argc > 1 ? argv[1] : "outbox-data/quickstart.db";
-  auto db = *outbox::sqlite::Database::Open({.path = path});         // WAL, synchronous=FULL
+  auto db = *outbox::sqlite::Database::Open({.path = path});           // WAL, synchronous=FULL
   auto store = *outbox::SqliteStore::Open(db, outbox::Clock::Real());  // DynamoDB semantics
   auto engine = *outbox::Engine::Open(store.get(), {});
   if (auto s = engine->EnsureTables(); !s.ok()) return std::cerr << s << "\n", 1;
   outbox::TableSpec orders{.name = "orders", .hash_key = {"pk", outbox::Type::S}};
   (void)store->CreateTable(orders);  // already there on a second run
   outbox::RequestContext ctx{.tenant = "household-42", .actor = "checkout"};
-  auto order = outbox::TransactWriteItem::Put("orders", {{"pk", outbox::Value::S("order#" + std::to_string(time(nullptr)))}});
-  auto ev = engine->Emit(ctx, "com.order_placed", outbox::Value::M({}), {order});  // one transaction
+  auto order = outbox::TransactWriteItem::Put(
+      "orders", {{"pk", outbox::Value::S("order#" + std::to_string(time(nullptr)))}});
+  auto ev =
+      engine->Emit(ctx, "com.order_placed", outbox::Value::M({}), {order});  // one transaction
   if (!ev.ok()) return std::cerr << ev.status() << "\n", 1;
   std::cout << "committed " << ev->type << " seq " << ev->seq << " id " << ev->id << "\n";
 
@@ -25,7 +27,7 @@ int main(int argc, char** argv) {
   auto relay = *outbox::ChangeFeedRelay::Open(store.get(), queue.get(), outbox::Clock::Real());
   if (auto s = relay->Drain(); !s.ok()) return std::cerr << s << "\n", 1;
   auto attrs = *queue->GetAttributes("outbox-events.fifo");
-  std::cout << "relay forwarded " << relay->metrics().forwarded << " event(s); queue depth " << attrs.visible
-            << "\n";
+  std::cout << "relay forwarded " << relay->metrics().forwarded << " event(s); queue depth "
+            << attrs.visible << "\n";
   return 0;
 }

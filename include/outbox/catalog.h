@@ -22,8 +22,8 @@
 namespace outbox {
 
 struct EventTypeDecl {
-  std::string type;         // e.g. "com.payment_completed", "row.ORDERS.INSERT"
-  std::string producer;     // the service that emits it; required by the contract
+  std::string type;      // e.g. "com.payment_completed", "row.ORDERS.INSERT"
+  std::string producer;  // the service that emits it; required by the contract
   std::string description;
 };
 
@@ -44,18 +44,23 @@ class Catalog {
 
 // Stable violation codes.
 namespace contract_code {
-inline constexpr std::string_view kUndeclaredType = "undeclared_type";      // emitted, not declared
-inline constexpr std::string_view kMissingProducer = "missing_producer";    // declared without producer
-inline constexpr std::string_view kUnmatchedGlob = "unmatched_glob";        // glob reaches no declared type
-inline constexpr std::string_view kRowNotBestEffort = "row_not_best_effort";  // row.* on another lane
-inline constexpr std::string_view kDomainOnBestEffort = "domain_on_best_effort";  // non-row.* on BEST_EFFORT
+inline constexpr std::string_view kUndeclaredType = "undeclared_type";  // emitted, not declared
+inline constexpr std::string_view kMissingProducer =
+    "missing_producer";  // declared without producer
+inline constexpr std::string_view kUnmatchedGlob =
+    "unmatched_glob";  // glob reaches no declared type
+inline constexpr std::string_view kRowNotBestEffort =
+    "row_not_best_effort";  // row.* on another lane
+inline constexpr std::string_view kDomainOnBestEffort =
+    "domain_on_best_effort";  // non-row.* on BEST_EFFORT
 inline constexpr std::string_view kDuplicateName = "duplicate_name";
 inline constexpr std::string_view kInvalidPattern = "invalid_pattern";
-inline constexpr std::string_view kInvalidSubscription = "invalid_subscription";  // empty name/glob, bad options
+inline constexpr std::string_view kInvalidSubscription =
+    "invalid_subscription";  // empty name/glob, bad options
 }  // namespace contract_code
 
 struct ContractViolation {
-  std::string code;     // one of contract_code
+  std::string code;  // one of contract_code
   std::string message;
   bool operator==(const ContractViolation&) const = default;
 };
@@ -79,12 +84,13 @@ std::vector<std::string> TypesReached(const Catalog& catalog, const Subscription
 // a webhook (`webhook`, `secret`/`secret_env`, `webhook_timeout_seconds`,
 // `concurrency`) or a built-in handler (`handler = "log"`, the default).
 struct SubscriptionDelivery {
-  std::string handler;         // built-in handler name; empty when webhook_url is set
-  std::string webhook_url;     // http:// or https:// URL receiving the envelope
-  std::string webhook_secret;  // HMAC-SHA256 key (from `secret`, or the env var named by `secret_env`)
+  std::string handler;      // built-in handler name; empty when webhook_url is set
+  std::string webhook_url;  // http:// or https:// URL receiving the envelope
+  std::string
+      webhook_secret;  // HMAC-SHA256 key (from `secret`, or the env var named by `secret_env`)
   absl::Duration webhook_timeout = absl::Seconds(10);  // whole request
-  int concurrency = 8;         // webhook requests in flight for this subscription (1..256)
-  int64_t line = 0;            // line of the [[subscriptions]] entry (for messages)
+  int concurrency = 8;  // webhook requests in flight for this subscription (1..256)
+  int64_t line = 0;     // line of the [[subscriptions]] entry (for messages)
 };
 
 // What an outbox.toml declares: [[event_types]] and [[subscriptions]].

@@ -30,10 +30,11 @@
 namespace outbox {
 
 struct EngineOptions {
-  std::string events_table = "outbox_events";            // heads, events, tenant registry, idempotency rows
-  std::string inbox_table = "outbox_inbox";              // inbox rows (TTL attribute `ttl`)
+  std::string events_table = "outbox_events";  // heads, events, tenant registry, idempotency rows
+  std::string inbox_table = "outbox_inbox";    // inbox rows (TTL attribute `ttl`)
   std::string dead_letters_table = "outbox_dead_letters";  // dead letters (TTL attribute `ttl`)
-  std::string relay_state_table = "outbox_relay_state";  // relay checkpoints, leases, poison records
+  std::string relay_state_table =
+      "outbox_relay_state";  // relay checkpoints, leases, poison records
   // Head-row conflicts (another process emitted for the tenant) are retried
   // this many times after the first attempt, then Emit fails with Aborted.
   int max_emit_retries = 5;
@@ -54,8 +55,9 @@ struct EngineOptions {
   // change-feed relay (the default mode).
   bool write_outbox_rows = false;
   std::string outbox_table = "outbox_outbox";
-  std::string outbox_aggregate = "outbox";  // first part of the index key <aggregate>#<status>#<shard>
-  int outbox_shards = 8;                    // 1..256; the polling relay must query the same count
+  std::string outbox_aggregate =
+      "outbox";           // first part of the index key <aggregate>#<status>#<shard>
+  int outbox_shards = 8;  // 1..256; the polling relay must query the same count
 
   absl::Status Validate() const;
 };
@@ -75,16 +77,16 @@ struct EventSpec {
 
 // Counters, readable at any time.
 struct EngineMetrics {
-  std::atomic<int64_t> emits{0};               // successful Emit/EmitBatch calls
-  std::atomic<int64_t> events{0};              // events committed
-  std::atomic<int64_t> transactions{0};        // store transactions committed by emits
-  std::atomic<int64_t> emit_conflicts{0};      // head-row conflicts (then retried)
+  std::atomic<int64_t> emits{0};                   // successful Emit/EmitBatch calls
+  std::atomic<int64_t> events{0};                  // events committed
+  std::atomic<int64_t> transactions{0};            // store transactions committed by emits
+  std::atomic<int64_t> emit_conflicts{0};          // head-row conflicts (then retried)
   std::atomic<int64_t> emit_contention_errors{0};  // emits that gave up after the retries
-  std::atomic<int64_t> emit_failures{0};       // emits that failed for any reason
-  std::atomic<int64_t> idempotent_replays{0};  // emits answered from an idempotency row
-  std::atomic<int64_t> inline_errors{0};       // INLINE handler errors (emit aborted)
-  std::atomic<int64_t> local_runs{0};          // LOCAL handler runs finished
-  std::atomic<int64_t> local_errors{0};        // LOCAL handler errors (logged)
+  std::atomic<int64_t> emit_failures{0};           // emits that failed for any reason
+  std::atomic<int64_t> idempotent_replays{0};      // emits answered from an idempotency row
+  std::atomic<int64_t> inline_errors{0};           // INLINE handler errors (emit aborted)
+  std::atomic<int64_t> local_runs{0};              // LOCAL handler runs finished
+  std::atomic<int64_t> local_errors{0};            // LOCAL handler errors (logged)
 };
 
 enum class ChainBreak { kNone, kGap, kEdited, kReordered, kHeadMismatch };
@@ -93,9 +95,9 @@ std::string_view ChainBreakName(ChainBreak b);  // none | gap | edited | reorder
 struct VerifyResult {
   std::string tenant;
   bool chain_intact = true;
-  int64_t count = 0;           // events read
-  int64_t last_seq = 0;        // seq of the last event read
-  int64_t head_seq = 0;        // the head row's last_seq (0 when absent)
+  int64_t count = 0;             // events read
+  int64_t last_seq = 0;          // seq of the last event read
+  int64_t head_seq = 0;          // the head row's last_seq (0 when absent)
   int64_t first_broken_seq = 0;  // 0 when intact
   ChainBreak reason = ChainBreak::kNone;
   std::string detail;
@@ -131,10 +133,9 @@ class Engine {
                                         std::vector<TransactWriteItem> extra_writes = {},
                                         EmitOptions options = {}) = 0;
   // Several events of one tenant, consecutive seqs, one transaction.
-  virtual absl::StatusOr<std::vector<Envelope>> EmitBatch(const RequestContext& ctx,
-                                                          std::vector<EventSpec> events,
-                                                          std::vector<TransactWriteItem> extra_writes = {},
-                                                          EmitOptions options = {}) = 0;
+  virtual absl::StatusOr<std::vector<Envelope>> EmitBatch(
+      const RequestContext& ctx, std::vector<EventSpec> events,
+      std::vector<TransactWriteItem> extra_writes = {}, EmitOptions options = {}) = 0;
 
   // The tenant's head row (last_seq 0 and the genesis hash when absent).
   virtual absl::StatusOr<Head> ReadHead(const std::string& tenant) = 0;
@@ -148,7 +149,8 @@ class Engine {
   // Recomputes the tenant's chain; `progress(events_so_far)` is called after
   // each page. A non-OK status means the log could not be read.
   using Progress = std::function<void(int64_t events_so_far)>;
-  virtual absl::StatusOr<VerifyResult> VerifyChain(const std::string& tenant, Progress progress = nullptr) = 0;
+  virtual absl::StatusOr<VerifyResult> VerifyChain(const std::string& tenant,
+                                                   Progress progress = nullptr) = 0;
 
   // Blocks until every LOCAL handler queued so far has run.
   virtual void WaitForLocalHandlers() = 0;

@@ -17,16 +17,16 @@ struct RequestContext {
 };
 
 struct Envelope {
-  std::string id;              // unique, time-ordered (see docs/ENVELOPE.md)
-  std::string type;            // e.g. "com.payment_completed"
+  std::string id;    // unique, time-ordered (see docs/ENVELOPE.md)
+  std::string type;  // e.g. "com.payment_completed"
   std::string tenant;
-  int64_t seq = 0;             // per-tenant, starts at 1, no gaps
+  int64_t seq = 0;  // per-tenant, starts at 1, no gaps
   std::string correlation_id;
   std::string actor;
-  int64_t occurred_at_ms = 0;  // epoch milliseconds
+  int64_t occurred_at_ms = 0;    // epoch milliseconds
   Value payload = Value::M({});  // always a map
-  std::string prev_hash;       // hex SHA-256 of the previous event (genesis for seq 1)
-  std::string hash;            // hex SHA-256 over prev_hash || canonical_json(envelope without hashes)
+  std::string prev_hash;         // hex SHA-256 of the previous event (genesis for seq 1)
+  std::string hash;  // hex SHA-256 over prev_hash || canonical_json(envelope without hashes)
 
   bool operator==(const Envelope&) const = default;
 };

@@ -27,11 +27,13 @@ inline constexpr std::string_view kConditionalCheckFailed = "ConditionalCheckFai
 inline constexpr std::string_view kTransactionCanceled = "TransactionCanceledException";
 inline constexpr std::string_view kTransactionConflict = "TransactionConflictException";
 inline constexpr std::string_view kTransactionInProgress = "TransactionInProgressException";
-inline constexpr std::string_view kIdempotentParameterMismatch = "IdempotentParameterMismatchException";
+inline constexpr std::string_view kIdempotentParameterMismatch =
+    "IdempotentParameterMismatchException";
 inline constexpr std::string_view kResourceNotFound = "ResourceNotFoundException";
 inline constexpr std::string_view kResourceInUse = "ResourceInUseException";
 inline constexpr std::string_view kThrottling = "ThrottlingException";
-inline constexpr std::string_view kProvisionedThroughputExceeded = "ProvisionedThroughputExceededException";
+inline constexpr std::string_view kProvisionedThroughputExceeded =
+    "ProvisionedThroughputExceededException";
 inline constexpr std::string_view kInternalServerError = "InternalServerError";
 inline constexpr std::string_view kLimitExceeded = "LimitExceededException";
 inline constexpr std::string_view kUnknownOperation = "UnknownOperationException";
@@ -41,7 +43,7 @@ inline constexpr std::string_view kUnknownOperation = "UnknownOperationException
 struct CancellationReason {
   std::string code = "None";  // None, ConditionalCheckFailed, ValidationError, TransactionConflict…
   std::string message;        // empty for None
-  std::optional<Item> item;   // with ReturnValuesOnConditionCheckFailure=ALL_OLD
+  std::optional<Item> item;  // with ReturnValuesOnConditionCheckFailure=ALL_OLD
   bool operator==(const CancellationReason&) const = default;
 };
 

@@ -91,8 +91,8 @@ class Inbox {
 
   // One conditional write: succeeds when the row is absent, PENDING with an
   // expired lease, RETRY, or DEAD with attempts < max_attempts.
-  absl::StatusOr<Claim> TryClaim(const InboxKey& key, const std::string& owner, absl::Duration lease,
-                                 int max_attempts);
+  absl::StatusOr<Claim> TryClaim(const InboxKey& key, const std::string& owner,
+                                 absl::Duration lease, int max_attempts);
 
   // COMPLETED on condition token = mine and PENDING, together with the
   // handler's writes. FailedPrecondition "lease lost" when the token moved on

@@ -159,7 +159,8 @@ struct DeadLetterRecord {
   int attempts = 0;
   bool terminal = false;  // Terminal error (vs last receive / last attempt)
   absl::Time dead_at;
-  std::string state;  // DEAD | REDRIVING (reset, re-enqueue pending) | REDRIVEN | RESOLVED (completed by a redelivery)
+  std::string state;  // DEAD | REDRIVING (reset, re-enqueue pending) | REDRIVEN | RESOLVED
+                      // (completed by a redelivery)
   int64_t redrives = 0;
   std::optional<absl::Time> redriven_at;
   Item envelope;                  // the event row as stored
@@ -209,7 +210,7 @@ struct RedriveItem {
 struct RedriveResult {
   bool dry_run = false;
   int64_t selected = 0;  // dead letters matching the selection
-  int64_t reset = 0;     // inbox rows made claimable (+ dead letters marked REDRIVING, then REDRIVEN)
+  int64_t reset = 0;  // inbox rows made claimable (+ dead letters marked REDRIVING, then REDRIVEN)
   int64_t resumed = 0;   // REDRIVING letters of an interrupted redrive, re-enqueued now
   int64_t events = 0;    // distinct events re-enqueued
   int64_t from_dlq = 0;  // ... moved from the DLQ

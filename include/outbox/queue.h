@@ -80,21 +80,21 @@ absl::Status ValidateQueueName(std::string_view name, bool fifo);
 
 struct RedrivePolicy {
   std::string dead_letter_queue;  // queue name; must exist, FIFO iff the source is FIFO
-  int max_receive_count = 10;     // 1..1000; a message received this many times goes to the DLQ next
+  int max_receive_count = 10;  // 1..1000; a message received this many times goes to the DLQ next
   bool operator==(const RedrivePolicy&) const = default;
 };
 
 // Queue attributes, fixed at creation. Durations have millisecond resolution.
 struct QueueOptions {
-  bool fifo = false;                                        // must match the ".fifo" name suffix
-  absl::Duration visibility_timeout = absl::Seconds(30);    // 0..12 h
-  absl::Duration retention = absl::Hours(96);               // 1 min..14 days (default 4 days)
-  int64_t max_message_size = 1 << 20;                       // 1 KiB..1 MiB (default 1 MiB, SQS 2025)
-  absl::Duration delay = absl::ZeroDuration();              // 0..15 min, queue-level delay
+  bool fifo = false;                                      // must match the ".fifo" name suffix
+  absl::Duration visibility_timeout = absl::Seconds(30);  // 0..12 h
+  absl::Duration retention = absl::Hours(96);             // 1 min..14 days (default 4 days)
+  int64_t max_message_size = 1 << 20;                     // 1 KiB..1 MiB (default 1 MiB, SQS 2025)
+  absl::Duration delay = absl::ZeroDuration();            // 0..15 min, queue-level delay
   absl::Duration receive_wait_time = absl::ZeroDuration();  // 0..20 s, default long-poll wait
   bool content_based_dedup = false;                         // FIFO only: dedup id = SHA-256(body)
-  absl::Duration dedup_window = absl::Minutes(5);           // FIFO only: 1 s..1 h (SQS: fixed 5 min)
-  std::optional<RedrivePolicy> redrive;                     // none: messages are never dead-lettered
+  absl::Duration dedup_window = absl::Minutes(5);  // FIFO only: 1 s..1 h (SQS: fixed 5 min)
+  std::optional<RedrivePolicy> redrive;            // none: messages are never dead-lettered
   // InvalidAttributeValue naming the field and its limit.
   absl::Status Validate() const;
   bool operator==(const QueueOptions&) const = default;
@@ -130,8 +130,8 @@ struct BatchResult {
 };
 
 struct ReceiveOptions {
-  int max_messages = 1;                          // 1..10
-  std::optional<absl::Duration> wait_time;       // 0..20 s; default the queue's receive_wait_time
+  int max_messages = 1;                     // 1..10
+  std::optional<absl::Duration> wait_time;  // 0..20 s; default the queue's receive_wait_time
   std::optional<absl::Duration> visibility_timeout;  // 0..12 h; default the queue's
   absl::Status Validate() const;
 };
@@ -151,19 +151,19 @@ struct ReceivedMessage {
 struct QueueAttributes {
   std::string name;
   QueueOptions options;
-  int64_t visible = 0;    // ApproximateNumberOfMessages
-  int64_t in_flight = 0;  // ApproximateNumberOfMessagesNotVisible
-  int64_t delayed = 0;    // ApproximateNumberOfMessagesDelayed
+  int64_t visible = 0;                                  // ApproximateNumberOfMessages
+  int64_t in_flight = 0;                                // ApproximateNumberOfMessagesNotVisible
+  int64_t delayed = 0;                                  // ApproximateNumberOfMessagesDelayed
   absl::Duration age_of_oldest = absl::ZeroDuration();  // ApproximateAgeOfOldestMessage
   absl::Time created;
 };
 
 // Like SQS's StartMessageMoveTask, run to completion by the caller.
 struct MoveOptions {
-  std::string destination;  // empty: each message's original source queue
+  std::string destination;               // empty: each message's original source queue
   std::vector<std::string> message_ids;  // empty: all messages; else only these
-  int64_t max_messages = 0;        // 0 = no limit
-  double max_per_second = 0;       // 0 = no limit (SQS: MaxNumberOfMessagesPerSecond <= 500)
+  int64_t max_messages = 0;              // 0 = no limit
+  double max_per_second = 0;             // 0 = no limit (SQS: MaxNumberOfMessagesPerSecond <= 500)
   absl::Status Validate() const;
 };
 
@@ -182,18 +182,21 @@ class Queue {
   // Creates a queue; creating an existing name with equal options succeeds,
   // with different options fails with QueueNameExists (AlreadyExists). The
   // redrive DLQ must exist (QueueDoesNotExist) and match FIFO-ness.
-  [[nodiscard]] virtual absl::Status CreateQueue(std::string_view name, const QueueOptions& options) = 0;
+  [[nodiscard]] virtual absl::Status CreateQueue(std::string_view name,
+                                                 const QueueOptions& options) = 0;
   // Deletes the queue and its messages. QueueDoesNotExist if absent.
   [[nodiscard]] virtual absl::Status DeleteQueue(std::string_view name) = 0;
   // Deletes every message (the dedup history is kept). QueueDoesNotExist if absent.
   [[nodiscard]] virtual absl::Status PurgeQueue(std::string_view name) = 0;
   // Queue names starting with `prefix`, sorted.
-  [[nodiscard]] virtual absl::StatusOr<std::vector<std::string>> ListQueues(std::string_view prefix = "") = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<std::string>> ListQueues(
+      std::string_view prefix = "") = 0;
   [[nodiscard]] virtual absl::StatusOr<QueueAttributes> GetAttributes(std::string_view name) = 0;
 
   // Durable when it returns OK. Errors: QueueDoesNotExist, InvalidParameterValue /
   // MissingParameter naming the field, InvalidMessageContents.
-  [[nodiscard]] virtual absl::StatusOr<SendResult> Send(std::string_view queue, const SendMessageRequest& m) = 0;
+  [[nodiscard]] virtual absl::StatusOr<SendResult> Send(std::string_view queue,
+                                                        const SendMessageRequest& m) = 0;
   // 1..10 entries, distinct ids, total body size <= max_message_size, else the
   // whole call fails (EmptyBatchRequest, TooManyEntriesInBatchRequest, ...).
   // Entries are enqueued in order; each entry fails or succeeds on its own.
@@ -204,23 +207,26 @@ class Queue {
   // the visibility timeout. With a wait time > 0 it blocks until at least one
   // is available or the (real-time) wait ends, then returns what it has
   // (possibly nothing). Errors: QueueDoesNotExist, InvalidParameterValue.
-  [[nodiscard]] virtual absl::StatusOr<std::vector<ReceivedMessage>> Receive(std::string_view queue,
-                                                                             const ReceiveOptions& options) = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<ReceivedMessage>> Receive(
+      std::string_view queue, const ReceiveOptions& options) = 0;
 
   // Deletes a received message. FIFO: a handle whose visibility timeout ended,
   // or that a later receive replaced, fails with FailedPrecondition
   // ("The receipt handle has expired"). Standard: a stale handle is a no-op
   // success. A malformed handle: ReceiptHandleIsInvalid. A message already
   // deleted: success.
-  [[nodiscard]] virtual absl::Status Delete(std::string_view queue, std::string_view receipt_handle) = 0;
+  [[nodiscard]] virtual absl::Status Delete(std::string_view queue,
+                                            std::string_view receipt_handle) = 0;
   // Per-entry results keyed by the caller's entry ids (same shape rules as SendBatch).
   [[nodiscard]] virtual absl::StatusOr<BatchResult<bool>> DeleteBatch(
-      std::string_view queue, const std::vector<std::pair<std::string, std::string>>& id_and_handle) = 0;
+      std::string_view queue,
+      const std::vector<std::pair<std::string, std::string>>& id_and_handle) = 0;
   // Sets a new timeout counted from now for an in-flight message (0 makes it
   // visible at once and unblocks its FIFO group). Errors: MessageNotInflight,
   // expired handle (FailedPrecondition), InvalidParameterValue past the 12 h
   // cap measured from the receive.
-  [[nodiscard]] virtual absl::Status ChangeVisibility(std::string_view queue, std::string_view receipt_handle,
+  [[nodiscard]] virtual absl::Status ChangeVisibility(std::string_view queue,
+                                                      std::string_view receipt_handle,
                                                       absl::Duration timeout) = 0;
 
   // Moves messages from a dead-letter queue (`dlq`) back to their source queue
@@ -228,7 +234,8 @@ class Queue {
   // count 0, fresh retention; FIFO keeps the group and uses the DLQ's dedup id
   // without dedup suppression). In-flight DLQ messages are skipped. Blocks
   // until done; the rate limit is real time.
-  [[nodiscard]] virtual absl::StatusOr<MoveResult> MoveMessages(std::string_view dlq, const MoveOptions& options) = 0;
+  [[nodiscard]] virtual absl::StatusOr<MoveResult> MoveMessages(std::string_view dlq,
+                                                                const MoveOptions& options) = 0;
 };
 
 }  // namespace outbox

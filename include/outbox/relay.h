@@ -21,8 +21,8 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,22 +37,23 @@ class SqliteStore;
 class SqliteQueue;
 
 struct RelayOptions {
-  std::string name = "feed";                           // checkpoint identity
+  std::string name = "feed";  // checkpoint identity
   std::string events_table = "outbox_events";
   std::string relay_state_table = "outbox_relay_state";
   std::string queue = "outbox-events.fifo";
-  int batch = 500;                                     // change records read per step (<= 1000)
-  absl::Duration idle_wait = absl::Seconds(1);         // long wait for new records when caught up
+  int batch = 500;                              // change records read per step (<= 1000)
+  absl::Duration idle_wait = absl::Seconds(1);  // long wait for new records when caught up
   absl::Status Validate() const;
 };
 
 struct RelayMetrics {
   std::atomic<int64_t> forwarded{0};
-  std::atomic<int64_t> skipped{0};      // head rows, non-INSERT records, already-forwarded seqs
-  std::atomic<int64_t> errors{0};       // outbox_relay_errors_total (poison records)
-  std::atomic<int64_t> resequenced{0};  // outbox_relay_resequenced_total (gaps filled from the table)
-  std::atomic<int64_t> lag_ms{0};       // now - creation time of the newest forwarded record
-  std::atomic<int64_t> checkpoint{0};   // last change sequence number processed
+  std::atomic<int64_t> skipped{0};  // head rows, non-INSERT records, already-forwarded seqs
+  std::atomic<int64_t> errors{0};   // outbox_relay_errors_total (poison records)
+  std::atomic<int64_t> resequenced{
+      0};                          // outbox_relay_resequenced_total (gaps filled from the table)
+  std::atomic<int64_t> lag_ms{0};  // now - creation time of the newest forwarded record
+  std::atomic<int64_t> checkpoint{0};  // last change sequence number processed
 };
 
 struct RelayPoisonRecord {
@@ -66,8 +67,9 @@ struct RelayPoisonRecord {
 class ChangeFeedRelay {
  public:
   // Creates the relay state table and the FIFO queue when absent.
-  static absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> Open(SqliteStore* store, SqliteQueue* queue,
-                                                               Clock* clock, RelayOptions options = {});
+  static absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> Open(SqliteStore* store,
+                                                               SqliteQueue* queue, Clock* clock,
+                                                               RelayOptions options = {});
   ~ChangeFeedRelay();
 
   // One step: forwards up to `batch` records after the checkpoint; returns how
@@ -94,22 +96,22 @@ class ChangeFeedRelay {
 // ---- record-change relay ----------------------------------------------------------
 
 struct RecordRelayOptions {
-  std::string name = "records";  // checkpoint identity
+  std::string name = "records";     // checkpoint identity
   std::vector<std::string> tables;  // entity tables; each must have its change feed enabled
   // tenant = the part of the item's partition key after this prefix up to the
   // next '#', else "global".
   std::string tenant_key_prefix = "TENANT#";
   std::string queue = "outbox-records";  // a standard queue (created when absent)
   std::string relay_state_table = "outbox_relay_state";
-  int batch = 500;                                  // change records read per table per step (<= 1000)
-  absl::Duration idle_wait = absl::Seconds(1);      // long wait for new records when caught up
+  int batch = 500;                              // change records read per table per step (<= 1000)
+  absl::Duration idle_wait = absl::Seconds(1);  // long wait for new records when caught up
   absl::Status Validate() const;
 };
 
 struct RecordRelayMetrics {
   std::atomic<int64_t> forwarded{0};
-  std::atomic<int64_t> errors{0};   // poison records
-  std::atomic<int64_t> lag_ms{0};   // now - creation time of the newest forwarded record
+  std::atomic<int64_t> errors{0};  // poison records
+  std::atomic<int64_t> lag_ms{0};  // now - creation time of the newest forwarded record
 };
 
 class RecordChangeRelay {
@@ -117,8 +119,9 @@ class RecordChangeRelay {
   // Creates the relay state table and the standard queue when absent. Fails
   // (FailedPrecondition naming the table) when a table does not exist or its
   // change feed is not enabled.
-  static absl::StatusOr<std::unique_ptr<RecordChangeRelay>> Open(SqliteStore* store, SqliteQueue* queue,
-                                                                 Clock* clock, RecordRelayOptions options);
+  static absl::StatusOr<std::unique_ptr<RecordChangeRelay>> Open(SqliteStore* store,
+                                                                 SqliteQueue* queue, Clock* clock,
+                                                                 RecordRelayOptions options);
   ~RecordChangeRelay();
 
   // One step over every table: forwards up to `batch` records per table after
@@ -133,7 +136,8 @@ class RecordChangeRelay {
   absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100);
 
  private:
-  RecordChangeRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock, RecordRelayOptions options);
+  RecordChangeRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock,
+                    RecordRelayOptions options);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   RecordRelayMetrics metrics_;
@@ -170,12 +174,12 @@ struct PollRelayOptions {
   std::string name = "poll";
   std::string events_table = "outbox_events";
   std::string outbox_table = "outbox_outbox";
-  std::string aggregate = "outbox";               // = EngineOptions::outbox_aggregate
-  int shards = 8;                                 // = EngineOptions::outbox_shards (1..256)
+  std::string aggregate = "outbox";  // = EngineOptions::outbox_aggregate
+  int shards = 8;                    // = EngineOptions::outbox_shards (1..256)
   std::string queue = "outbox-events.fifo";
-  int batch = 100;                                // due rows read per shard per step (1..1000)
-  int threads = 4;                                // tenants handled in parallel per step (1..64)
-  int max_attempts = 10;                          // failed sends before DEAD (1..100)
+  int batch = 100;                                 // due rows read per shard per step (1..1000)
+  int threads = 4;                                 // tenants handled in parallel per step (1..64)
+  int max_attempts = 10;                           // failed sends before DEAD (1..100)
   absl::Duration backoff_base = absl::Seconds(1);  // retry n waits base * 2^(n-1) ...
   absl::Duration backoff_max = absl::Minutes(5);   // ... capped here
   absl::Duration sent_ttl = absl::Hours(24);       // SENT rows expire (TTL) this long after sending
@@ -184,15 +188,18 @@ struct PollRelayOptions {
 };
 
 struct PollRelayMetrics {
-  std::atomic<int64_t> sent{0};         // rows moved READY -> SENT by this relay
-  std::atomic<int64_t> duplicates{0};   // sends the queue collapsed by dedup id (another relay sent first)
-  std::atomic<int64_t> retries{0};      // failed sends scheduled for a retry (outbox_relay_retries_total)
-  std::atomic<int64_t> dead{0};         // rows moved to DEAD by this relay (outbox_relay_dead_total)
-  std::atomic<int64_t> blocked{0};      // rows held back because an earlier seq of the tenant is not sent
-  std::atomic<int64_t> deferred{0};     // held-back rows whose next_attempt_at moved to the blocker's
-  std::atomic<int64_t> lost_races{0};   // rows another relay moved first
-  std::atomic<int64_t> errors{0};       // store errors (logged; the row is retried next step)
-  std::atomic<int64_t> lag_ms{0};       // now - creation time of the newest sent event
+  std::atomic<int64_t> sent{0};  // rows moved READY -> SENT by this relay
+  std::atomic<int64_t> duplicates{
+      0};  // sends the queue collapsed by dedup id (another relay sent first)
+  std::atomic<int64_t> retries{
+      0};                        // failed sends scheduled for a retry (outbox_relay_retries_total)
+  std::atomic<int64_t> dead{0};  // rows moved to DEAD by this relay (outbox_relay_dead_total)
+  std::atomic<int64_t> blocked{
+      0};  // rows held back because an earlier seq of the tenant is not sent
+  std::atomic<int64_t> deferred{0};  // held-back rows whose next_attempt_at moved to the blocker's
+  std::atomic<int64_t> lost_races{0};  // rows another relay moved first
+  std::atomic<int64_t> errors{0};      // store errors (logged; the row is retried next step)
+  std::atomic<int64_t> lag_ms{0};      // now - creation time of the newest sent event
 };
 
 struct OutboxRowInfo {
@@ -259,12 +266,12 @@ class PollRelay {
 // The embedded SqliteStore + SqliteQueue path stays ChangeFeedRelay (one
 // transaction, no duplicates).
 struct StreamRelayOptions {
-  std::string name = "feed";                  // lease/checkpoint identity
+  std::string name = "feed";  // lease/checkpoint identity
   std::string events_table = "outbox_events";
   std::string relay_state_table = "outbox_relay_state";
   std::string queue = "outbox-events.fifo";
-  std::string instance;                       // lease owner id; empty: <host>-<pid>-<random>
-  int batch = 500;                            // change records read per shard per step (<= 1000)
+  std::string instance;  // lease owner id; empty: <host>-<pid>-<random>
+  int batch = 500;       // change records read per shard per step (<= 1000)
   absl::Duration lease_duration = absl::Seconds(10);
   absl::Duration renew_interval = absl::Seconds(3);  // renew + rebalance period (<= lease/2)
   absl::Duration idle_wait = absl::Seconds(1);       // Start(): longest poll interval when idle
@@ -277,7 +284,8 @@ struct StreamRelayMetrics {
   std::atomic<int64_t> skipped{0};      // head rows, non-INSERT records, already-forwarded seqs
   std::atomic<int64_t> errors{0};       // poison records
   std::atomic<int64_t> resequenced{0};  // seq gaps filled from the events table
-  std::atomic<int64_t> leases_lost{0};  // checkpoints refused because another instance took the shard
+  std::atomic<int64_t> leases_lost{
+      0};  // checkpoints refused because another instance took the shard
   std::atomic<int64_t> shards_held{0};
   std::atomic<int64_t> lag_ms{0};
 };

@@ -76,8 +76,8 @@ struct PutRequest {
   Item item;
   std::optional<std::string> condition;
   ExpressionArgs args;
-  ReturnValues return_values = ReturnValues::kNone;            // NONE | ALL_OLD
-  bool return_old_on_condition_failure = false;               // ReturnValuesOnConditionCheckFailure=ALL_OLD
+  ReturnValues return_values = ReturnValues::kNone;  // NONE | ALL_OLD
+  bool return_old_on_condition_failure = false;      // ReturnValuesOnConditionCheckFailure=ALL_OLD
 };
 
 struct UpdateRequest {
@@ -139,7 +139,7 @@ struct TransactWriteItem {
   enum class Kind { kPut, kUpdate, kDelete, kConditionCheck };
   Kind kind = Kind::kPut;
   std::string table;
-  Item item;  // kPut: the item; otherwise the key
+  Item item;                          // kPut: the item; otherwise the key
   std::optional<std::string> update;  // kUpdate
   std::optional<std::string> condition;
   ExpressionArgs args;
@@ -171,13 +171,15 @@ std::string_view ChangeTypeName(ChangeType t);  // INSERT | MODIFY | REMOVE
 struct ChangeRecord {
   std::string table;
   std::string shard_id;
-  std::string sequence_number;  // decimal digits; compare as integers (equal length within a shard here)
+  std::string
+      sequence_number;  // decimal digits; compare as integers (equal length within a shard here)
   ChangeType type = ChangeType::kInsert;
   Item keys;
   std::optional<Item> old_image;
   std::optional<Item> new_image;
   int64_t creation_time_ms = 0;
-  bool ttl_delete = false;  // a REMOVE made by the TTL sweeper (userIdentity dynamodb.amazonaws.com)
+  bool ttl_delete =
+      false;  // a REMOVE made by the TTL sweeper (userIdentity dynamodb.amazonaws.com)
 };
 
 struct Shard {

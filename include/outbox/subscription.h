@@ -31,7 +31,7 @@ class HandlerContext {
   virtual const RequestContext& request() const = 0;  // the event's tenant, correlation id, actor
   // "<event_id>:<subscription>" — pass it to external systems as their idempotency key.
   virtual const std::string& idempotency_key() const = 0;
-  virtual int attempt() const = 0;      // 1 for the first run
+  virtual int attempt() const = 0;  // 1 for the first run
   virtual absl::Time deadline() const = 0;
   // Writes that commit together with this run's completion (DURABLE) or with
   // the emit itself (INLINE). Not allowed on LOCAL/BEST_EFFORT (returns error).
@@ -46,14 +46,14 @@ bool IsTerminal(const absl::Status& s);
 using Handler = std::function<absl::Status(HandlerContext& ctx, const Envelope& event)>;
 
 struct SubscriptionOptions {
-  int max_attempts = 5;                          // DURABLE: then DEAD
-  absl::Duration lease = absl::Seconds(20);      // must be < the queue visibility timeout
+  int max_attempts = 5;                                // DURABLE: then DEAD
+  absl::Duration lease = absl::Seconds(20);            // must be < the queue visibility timeout
   absl::Duration handler_timeout = absl::Seconds(15);  // must be < lease
 };
 
 struct Subscription {
-  std::string name;     // unique
-  std::string glob;     // POSIX fnmatch on the event type; no wildcard = exact compare
+  std::string name;  // unique
+  std::string glob;  // POSIX fnmatch on the event type; no wildcard = exact compare
   Lane lane = Lane::kDurable;
   Handler handler;
   SubscriptionOptions options;

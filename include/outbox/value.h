@@ -57,7 +57,9 @@ class Value {
   static Value S(std::string s) { return Value(Variant(std::in_place_index<0>, std::move(s))); }
   static Value N(Decimal d) { return Value(Variant(std::in_place_index<1>, std::move(d))); }
   static Value N(int64_t i) { return N(Decimal::FromInt64(i)); }
-  static Value B(std::string bytes) { return Value(Variant(std::in_place_index<2>, Binary{std::move(bytes)})); }
+  static Value B(std::string bytes) {
+    return Value(Variant(std::in_place_index<2>, Binary{std::move(bytes)}));
+  }
   static Value Bool(bool b) { return Value(Variant(std::in_place_index<3>, b)); }
   static Value NullValue() { return Value(Variant(std::in_place_index<4>, Null{})); }
   static Value M(Item m) { return Value(Variant(std::in_place_index<5>, std::move(m))); }

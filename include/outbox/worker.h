@@ -79,15 +79,16 @@ struct WorkerMetrics {
   std::atomic<int64_t> unmatched_events{0};  // events no DURABLE subscription matched
   std::atomic<int64_t> handler_ok{0};        // runs completed (effects committed)
   std::atomic<int64_t> handler_retry{0};     // retryable failures released for a later receive
-  std::atomic<int64_t> handler_dead{0};      // runs marked DEAD (terminal, last receive, last attempt)
-  std::atomic<int64_t> lease_lost{0};        // completions refused because the token moved on
-  std::atomic<int64_t> sequence_gaps{0};     // tenant seq jumps seen by this process
-  std::atomic<int64_t> busy{0};              // claims refused: another worker holds the lease
-  std::atomic<int64_t> errors{0};            // store/queue errors (message left for redelivery)
+  std::atomic<int64_t> handler_dead{0};   // runs marked DEAD (terminal, last receive, last attempt)
+  std::atomic<int64_t> lease_lost{0};     // completions refused because the token moved on
+  std::atomic<int64_t> sequence_gaps{0};  // tenant seq jumps seen by this process
+  std::atomic<int64_t> busy{0};           // claims refused: another worker holds the lease
+  std::atomic<int64_t> errors{0};         // store/queue errors (message left for redelivery)
   // Per subscription (docs/OPERATIONS.md): outcome = completed | retry | dead | lease_lost | busy.
   metrics::LabeledCounter deliveries{{"subscription", "outcome"}};
-  metrics::LabeledHistogram handler_duration{{"subscription"}};     // seconds (steady clock)
-  metrics::LabeledHistogram propagation_latency{{"subscription"}};  // completion - occurred_at, seconds
+  metrics::LabeledHistogram handler_duration{{"subscription"}};  // seconds (steady clock)
+  metrics::LabeledHistogram propagation_latency{
+      {"subscription"}};  // completion - occurred_at, seconds
 };
 
 class DurableWorker {
@@ -141,11 +142,11 @@ class DurableWorker {
 // Thread-safety: RunOnce from one thread at a time; Start/Stop from the owning
 // thread; metrics() from any thread.
 struct RecordConsumerOptions {
-  std::string queue = "outbox-records";   // the standard queue the record relay feeds
-  int threads = 2;                        // messages of one batch handled concurrently (1..64)
-  int batch = 10;                         // messages per receive (1..10)
+  std::string queue = "outbox-records";    // the standard queue the record relay feeds
+  int threads = 2;                         // messages of one batch handled concurrently (1..64)
+  int batch = 10;                          // messages per receive (1..10)
   absl::Duration wait = absl::Seconds(1);  // long-poll wait of one receive (0..20 s)
-  absl::Status Validate() const;          // InvalidArgument naming the field
+  absl::Status Validate() const;           // InvalidArgument naming the field
 };
 
 struct RecordConsumerMetrics {
@@ -161,7 +162,8 @@ class RecordChangeConsumer {
  public:
   // Every pointer must outlive the consumer; only BEST_EFFORT subscriptions of
   // `router` are used. `clock` null = the real clock.
-  RecordChangeConsumer(Queue* queue, routing::Router* router, Clock* clock, RecordConsumerOptions options = {});
+  RecordChangeConsumer(Queue* queue, routing::Router* router, Clock* clock,
+                       RecordConsumerOptions options = {});
   ~RecordChangeConsumer();  // Stop()
   RecordChangeConsumer(const RecordChangeConsumer&) = delete;
   RecordChangeConsumer& operator=(const RecordChangeConsumer&) = delete;

@@ -46,11 +46,11 @@ void RunCheck(const Flags& f) {
   } else {
     for (const auto& v : violations) std::cout << fmt::format("{:<22} {}\n", v.code, v.message);
     if (violations.empty()) {
-      std::cout << fmt::format("contract OK: {} event types, {} subscriptions\n", cfg->catalog.size(),
-                               cfg->subscriptions.size());
+      std::cout << fmt::format("contract OK: {} event types, {} subscriptions\n",
+                               cfg->catalog.size(), cfg->subscriptions.size());
     } else {
-      std::cout << fmt::format("{} violation{} in {}\n", violations.size(), violations.size() == 1 ? "" : "s",
-                               f.config);
+      std::cout << fmt::format("{} violation{} in {}\n", violations.size(),
+                               violations.size() == 1 ? "" : "s", f.config);
     }
   }
   ExitCode() = violations.empty() ? kExitOk : kExitFailed;
@@ -75,7 +75,9 @@ void AddCatalog(CLI::App& app) {
   check_flags->output = "table";
   CLI::App* check = cat->add_subcommand(
       "check", "Check the subscription contract; list every violation (exit 1 when any)");
-  check->add_option("--config", check_flags->config, "outbox.toml with [[event_types]] and [[subscriptions]]")
+  check
+      ->add_option("--config", check_flags->config,
+                   "outbox.toml with [[event_types]] and [[subscriptions]]")
       ->required();
   check->add_option("-o,--output", check_flags->output, "Output format")
       ->check(CLI::IsMember({"json", "table"}))

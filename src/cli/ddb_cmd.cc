@@ -55,7 +55,8 @@ bool ReadInput(const std::string& input, std::string* text) {
 int RunRemote(const DdbArgs& a, const std::string& text) {
   nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) {
-    PrintJson(ddbapi::ErrorToJson(DdbError(ddb_error::kSerialization, "Request body is not valid JSON")));
+    PrintJson(
+        ddbapi::ErrorToJson(DdbError(ddb_error::kSerialization, "Request body is not valid JSON")));
     return kExitFailed;
   }
   auto o = DynamoDbClientOptions(a.store);
@@ -103,22 +104,24 @@ int Run(const DdbArgs& a) {
   }
   nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) {
-    PrintJson(ddbapi::ErrorToJson(DdbError(ddb_error::kSerialization, "Request body is not valid JSON")));
+    PrintJson(
+        ddbapi::ErrorToJson(DdbError(ddb_error::kSerialization, "Request body is not valid JSON")));
     return kExitFailed;
   }
   sqlite::DatabaseOptions o;
   o.path = a.db;
   auto db = sqlite::Database::Open(o);
   if (!db.ok()) {
-    std::cerr << "error: cannot open " << a.db << ": " << std::string(db.status().message()) << "\n";
+    std::cerr << "error: cannot open " << a.db << ": " << std::string(db.status().message())
+              << "\n";
     return kExitUnavailable;
   }
   SqliteStoreOptions so;
   so.sweep_interval = absl::ZeroDuration();  // one call; no background sweeper
   auto store = SqliteStore::Open(*db, Clock::Real(), so);
   if (!store.ok()) {
-    std::cerr << "error: cannot open the store in " << a.db << ": " << std::string(store.status().message())
-              << "\n";
+    std::cerr << "error: cannot open the store in " << a.db << ": "
+              << std::string(store.status().message()) << "\n";
     return kExitUnavailable;
   }
   auto res = ddbapi::Execute(**store, a.operation, body);
@@ -132,7 +135,8 @@ int Run(const DdbArgs& a) {
 
 void AddDdb(CLI::App& app) {
   auto args = std::make_shared<DdbArgs>();
-  auto* sub = app.add_subcommand("ddb", "Run one DynamoDB API operation (JSON 1.0 body) on the embedded store");
+  auto* sub = app.add_subcommand(
+      "ddb", "Run one DynamoDB API operation (JSON 1.0 body) on the embedded store");
   sub->add_option("operation", args->operation, "DynamoDB operation, e.g. PutItem")->required();
   sub->add_option("--db", args->db, "SQLite database file (created if missing; --store sqlite)");
   AddStoreFlags(sub, &args->store);
@@ -146,7 +150,8 @@ void AddDdb(CLI::App& app) {
       "bad usage or an unreadable input file exits 2; a database that cannot be opened exits 3.\n"
       "With --store dynamodb the body goes to DynamoDB (any operation; credentials from the AWS\n"
       "environment variables or ~/.aws files); an unreachable endpoint exits 3.\n"
-      "Example: outbox ddb GetItem --db app.db --input '{{\"TableName\":\"t\",\"Key\":{{\"pk\":{{\"S\":\"a\"}}}}}}'",
+      "Example: outbox ddb GetItem --db app.db --input "
+      "'{{\"TableName\":\"t\",\"Key\":{{\"pk\":{{\"S\":\"a\"}}}}}}'",
       fmt::join(ddbapi::Operations(), ", ")));
   sub->callback([args] { ExitCode() = Run(*args); });
 }

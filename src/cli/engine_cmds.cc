@@ -69,8 +69,11 @@ std::optional<Opened> Open(const std::string& path, const StoreFlags& flags) {
 }
 
 nlohmann::json VerifyJson(const VerifyResult& v) {
-  nlohmann::json j{{"tenant", v.tenant},     {"chain_intact", v.chain_intact}, {"count", v.count},
-                   {"last_seq", v.last_seq}, {"head_seq", v.head_seq}};
+  nlohmann::json j{{"tenant", v.tenant},
+                   {"chain_intact", v.chain_intact},
+                   {"count", v.count},
+                   {"last_seq", v.last_seq},
+                   {"head_seq", v.head_seq}};
   if (!v.chain_intact) {
     j["first_broken_seq"] = v.first_broken_seq;
     j["reason"] = std::string(ChainBreakName(v.reason));
@@ -87,7 +90,8 @@ absl::StatusOr<TransactWriteItem> ParsePut(const std::string& arg, size_t index)
   }
   nlohmann::json j = nlohmann::json::parse(arg.substr(eq + 1), nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(fmt::format("--put #{}: the item is not a JSON object", index));
+    return absl::InvalidArgumentError(
+        fmt::format("--put #{}: the item is not a JSON object", index));
   }
   auto item = ddbjson::DecodeItem(j);
   if (!item.ok()) {
@@ -102,7 +106,8 @@ absl::StatusOr<TransactWriteItem> ParsePut(const std::string& arg, size_t index)
 }
 
 void AddEmit(CLI::App& app) {
-  auto* sub = app.add_subcommand("emit", "Emit one event (atomically with optional extra Puts); prints the envelope");
+  auto* sub = app.add_subcommand(
+      "emit", "Emit one event (atomically with optional extra Puts); prints the envelope");
   struct Args {
     std::string db, tenant, type, payload = "{}", correlation_id, actor, output = "json", token;
     std::vector<std::string> puts;
@@ -113,12 +118,17 @@ void AddEmit(CLI::App& app) {
   AddStoreFlags(sub, &a->store);
   sub->add_option("--tenant", a->tenant, "Tenant id ([A-Za-z0-9_.:-]{1,128})")->required();
   sub->add_option("--type", a->type, "Event type, e.g. order.created")->required();
-  sub->add_option("--payload", a->payload, "Payload: a JSON object (plain JSON)")->capture_default_str();
-  sub->add_option("--put", a->puts, "Extra write TABLE=ITEM_JSON (DynamoDB or plain JSON); repeatable");
+  sub->add_option("--payload", a->payload, "Payload: a JSON object (plain JSON)")
+      ->capture_default_str();
+  sub->add_option("--put", a->puts,
+                  "Extra write TABLE=ITEM_JSON (DynamoDB or plain JSON); repeatable");
   sub->add_option("--correlation-id", a->correlation_id, "Correlation id (generated when absent)");
   sub->add_option("--actor", a->actor, "Actor");
-  sub->add_option("--idempotency-token", a->token, "Retry-safe token: a repeated emit returns the first event");
-  sub->add_option("-o,--output", a->output, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
+  sub->add_option("--idempotency-token", a->token,
+                  "Retry-safe token: a repeated emit returns the first event");
+  sub->add_option("-o,--output", a->output, "Output format")
+      ->check(CLI::IsMember({"json", "table"}))
+      ->capture_default_str();
   sub->callback([a] {
     auto payload = ddbjson::FromPlainJsonText(a->payload);
     if (!payload.ok()) return Report(payload.status(), kExitUsage);
@@ -132,13 +142,14 @@ void AddEmit(CLI::App& app) {
     if (!o) return;
     EmitOptions eo;
     if (!a->token.empty()) eo.idempotency_token = a->token;
-    auto e = o->engine->Emit(RequestContext{a->tenant, a->correlation_id, a->actor}, a->type, *std::move(payload),
-                             std::move(extras), eo);
+    auto e = o->engine->Emit(RequestContext{a->tenant, a->correlation_id, a->actor}, a->type,
+                             *std::move(payload), std::move(extras), eo);
     if (!e.ok()) return Report(e.status(), CodeFor(e.status()));
     if (a->output == "json") {
       std::cout << EnvelopeToJsonText(*e) << "\n";
     } else {
-      std::cout << fmt::format("tenant {} seq {} id {} type {}\nhash {}\n", e->tenant, e->seq, e->id, e->type, e->hash);
+      std::cout << fmt::format("tenant {} seq {} id {} type {}\nhash {}\n", e->tenant, e->seq,
+                               e->id, e->type, e->hash);
     }
     o->engine->WaitForLocalHandlers();
   });
@@ -157,27 +168,31 @@ void AddLog(CLI::App& app) {
   sub->add_option("--tenant", a->tenant, "Tenant id")->required();
   sub->add_option("--from", a->from, "First seq")->capture_default_str();
   sub->add_option("--limit", a->limit, "Events at most (0: all)")->capture_default_str();
-  sub->add_option("-o,--output", a->output, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
+  sub->add_option("-o,--output", a->output, "Output format")
+      ->check(CLI::IsMember({"json", "table"}))
+      ->capture_default_str();
   sub->callback([a] {
     auto o = Open(a->db, a->store);
     if (!o) return;
     auto log = o->engine->ReadLog(a->tenant, a->from, a->limit);
     if (!log.ok()) return Report(log.status(), CodeFor(log.status()));
     if (a->output == "json") {
-      for (const auto& e : *log) std::cout << EnvelopeToJsonText(e) << "\n";  // one envelope per line
+      for (const auto& e : *log)
+        std::cout << EnvelopeToJsonText(e) << "\n";  // one envelope per line
       return;
     }
-    std::cout << fmt::format("{:>8}  {:26}  {:13}  {:30}  {}\n", "SEQ", "ID", "OCCURRED_AT", "TYPE", "PAYLOAD");
+    std::cout << fmt::format("{:>8}  {:26}  {:13}  {:30}  {}\n", "SEQ", "ID", "OCCURRED_AT", "TYPE",
+                             "PAYLOAD");
     for (const auto& e : *log) {
-      std::cout << fmt::format("{:>8}  {:26}  {:13}  {:30}  {}\n", e.seq, e.id, e.occurred_at_ms, e.type,
-                               ddbjson::ToPlainJsonText(e.payload));
+      std::cout << fmt::format("{:>8}  {:26}  {:13}  {:30}  {}\n", e.seq, e.id, e.occurred_at_ms,
+                               e.type, ddbjson::ToPlainJsonText(e.payload));
     }
   });
 }
 
 void AddVerify(CLI::App& app) {
-  auto* sub = app.add_subcommand("verify-chain",
-                                 "Recompute hash chains (one tenant or all); exit 0 when intact, 1 when not");
+  auto* sub = app.add_subcommand(
+      "verify-chain", "Recompute hash chains (one tenant or all); exit 0 when intact, 1 when not");
   struct Args {
     std::string db, tenant, output = "table";
     StoreFlags store;
@@ -186,7 +201,9 @@ void AddVerify(CLI::App& app) {
   sub->add_option("--db", a->db, "SQLite database file (--store sqlite)");
   AddStoreFlags(sub, &a->store);
   sub->add_option("--tenant", a->tenant, "Tenant id (default: every tenant)");
-  sub->add_option("-o,--output", a->output, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
+  sub->add_option("-o,--output", a->output, "Output format")
+      ->check(CLI::IsMember({"json", "table"}))
+      ->capture_default_str();
   sub->callback([a] {
     auto o = Open(a->db, a->store);
     if (!o) return;
@@ -211,7 +228,8 @@ void AddVerify(CLI::App& app) {
         if (!tty || total < 10000) return;
         int pct = static_cast<int>(std::min<int64_t>(100, n * 100 / std::max<int64_t>(total, 1)));
         std::string bar(pct / 4, '#');
-        std::cerr << fmt::format("\r{} [{:<25}] {:3}% {}/{}", tenant, bar, pct, n, total) << std::flush;
+        std::cerr << fmt::format("\r{} [{:<25}] {:3}% {}/{}", tenant, bar, pct, n, total)
+                  << std::flush;
       };
       auto v = o->engine->VerifyChain(tenant, progress);
       if (tty && total >= 10000) std::cerr << "\n";
@@ -220,14 +238,16 @@ void AddVerify(CLI::App& app) {
       if (a->output == "json") {
         results.push_back(VerifyJson(*v));
       } else if (v->chain_intact) {
-        std::cout << fmt::format("{}: intact, {} events, last seq {}\n", tenant, v->count, v->last_seq);
+        std::cout << fmt::format("{}: intact, {} events, last seq {}\n", tenant, v->count,
+                                 v->last_seq);
       } else {
         std::cout << fmt::format("{}: BROKEN at seq {} ({}): {}\n", tenant, v->first_broken_seq,
                                  ChainBreakName(v->reason), v->detail);
       }
     }
     if (a->output == "json") {
-      std::cout << nlohmann::json{{"chain_intact", all_intact}, {"tenants", results}}.dump() << "\n";
+      std::cout << nlohmann::json{{"chain_intact", all_intact}, {"tenants", results}}.dump()
+                << "\n";
     } else if (tenants.empty()) {
       std::cout << "no tenants\n";
     }

@@ -1,7 +1,6 @@
 // The `outbox` command. Subcommands live in src/cli/*_cmd.cc and register
 // themselves (see registry.h).
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "cli/registry.h"
@@ -9,8 +8,9 @@
 
 int main(int argc, char** argv) {
   outbox::logging::ConfigureFromEnv();  // stderr: JSON lines, or human on a terminal
-  CLI::App app{"outbox — transactional outbox, relay and idempotent inbox on an embedded "
-               "DynamoDB-compatible store (SQLite) or DynamoDB"};
+  CLI::App app{
+      "outbox — transactional outbox, relay and idempotent inbox on an embedded "
+      "DynamoDB-compatible store (SQLite) or DynamoDB"};
   app.set_version_flag("--version", std::string("outbox ") + OUTBOX_VERSION);
   app.require_subcommand(1);
   outbox::cli::AddRegisteredCommands(app);

@@ -69,7 +69,8 @@ void AddCreate(CLI::App* q) {
   auto c = std::make_shared<Common>();
   auto name = std::make_shared<std::string>();
   auto o = std::make_shared<QueueOptions>();
-  auto vis = std::make_shared<double>(30), ret = std::make_shared<double>(345600), delay = std::make_shared<double>(0);
+  auto vis = std::make_shared<double>(30), ret = std::make_shared<double>(345600),
+       delay = std::make_shared<double>(0);
   auto dlq = std::make_shared<std::string>();
   auto max_receive = std::make_shared<int>(10);
   AddCommon(sub, c.get());
@@ -79,7 +80,8 @@ void AddCreate(CLI::App* q) {
   sub->add_option("--retention", *ret, "Seconds")->capture_default_str();
   sub->add_option("--delay", *delay, "Seconds")->capture_default_str();
   sub->add_option("--max-message-size", o->max_message_size, "Bytes")->capture_default_str();
-  sub->add_flag("--content-based-dedup", o->content_based_dedup, "FIFO: dedup id = SHA-256 of the body");
+  sub->add_flag("--content-based-dedup", o->content_based_dedup,
+                "FIFO: dedup id = SHA-256 of the body");
   sub->add_option("--dlq", *dlq, "Dead-letter queue name (enables redrive)");
   sub->add_option("--max-receive-count", *max_receive, "Receives before a message goes to the DLQ")
       ->capture_default_str();
@@ -200,8 +202,8 @@ void AddStats(CLI::App* q) {
     }
     nlohmann::json arr = nlohmann::json::array();
     if (c->output == "table") {
-      std::cout << fmt::format("{:<40} {:>10} {:>10} {:>10} {:>12}\n", "QUEUE", "VISIBLE", "IN_FLIGHT", "DELAYED",
-                               "OLDEST_S");
+      std::cout << fmt::format("{:<40} {:>10} {:>10} {:>10} {:>12}\n", "QUEUE", "VISIBLE",
+                               "IN_FLIGHT", "DELAYED", "OLDEST_S");
     }
     for (const auto& n : list) {
       auto a = queue->GetAttributes(n);
@@ -209,8 +211,8 @@ void AddStats(CLI::App* q) {
       if (c->output == "json") {
         arr.push_back(AttrsJson(*a));
       } else {
-        std::cout << fmt::format("{:<40} {:>10} {:>10} {:>10} {:>12.0f}\n", a->name, a->visible, a->in_flight,
-                                 a->delayed, ToSecs(a->age_of_oldest));
+        std::cout << fmt::format("{:<40} {:>10} {:>10} {:>10} {:>12.0f}\n", a->name, a->visible,
+                                 a->in_flight, a->delayed, ToSecs(a->age_of_oldest));
       }
     }
     if (c->output == "json") std::cout << arr.dump() << "\n";
@@ -218,7 +220,8 @@ void AddStats(CLI::App* q) {
 }
 
 void AddMove(CLI::App* q) {
-  auto* sub = q->add_subcommand("move", "Move messages from a dead-letter queue back to their source queue");
+  auto* sub = q->add_subcommand(
+      "move", "Move messages from a dead-letter queue back to their source queue");
   auto c = std::make_shared<Common>();
   auto dlq = std::make_shared<std::string>();
   auto o = std::make_shared<MoveOptions>();
@@ -227,7 +230,8 @@ void AddMove(CLI::App* q) {
   sub->add_option("--to", o->destination, "Destination queue (default: each message's source)");
   sub->add_option("--id", o->message_ids, "Only these message ids (repeatable)");
   sub->add_option("--max", o->max_messages, "At most this many (0 = all)")->capture_default_str();
-  sub->add_option("--rate", o->max_per_second, "Messages per second (0 = unlimited)")->capture_default_str();
+  sub->add_option("--rate", o->max_per_second, "Messages per second (0 = unlimited)")
+      ->capture_default_str();
   sub->callback([=] {
     if (auto s = o->Validate(); !s.ok()) {
       std::cerr << "error: " << std::string(s.message()) << "\n";

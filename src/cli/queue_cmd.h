@@ -5,7 +5,8 @@
 // Exit codes: 0 ok; 1 the operation failed (message on stderr); 2 usage.
 // Failures are reported by throwing CLI::RuntimeError(code) from the
 // subcommand callback, so the caller's usual
-//   try { app.parse(argc, argv); } catch (const CLI::ParseError& e) { return QueueCliExitCode(app, e); }
+//   try { app.parse(argc, argv); } catch (const CLI::ParseError& e) { return QueueCliExitCode(app,
+//   e); }
 // returns them; QueueCliExitCode maps CLI11's own parse errors (missing or bad
 // arguments) to 2 and prints --help output with code 0.
 #pragma once

@@ -10,7 +10,9 @@ std::map<std::string, AddCommandFn>& Registry() {
 }
 }  // namespace
 
-Registrar::Registrar(std::string name, AddCommandFn fn) { Registry().emplace(std::move(name), std::move(fn)); }
+Registrar::Registrar(std::string name, AddCommandFn fn) {
+  Registry().emplace(std::move(name), std::move(fn));
+}
 
 int& ExitCode() {
   static int code = 0;

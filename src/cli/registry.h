@@ -5,7 +5,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
 
@@ -26,8 +25,8 @@ int& ExitCode();
 
 // Exit codes shared by every command (docs/CLI.md).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;  // the operation failed or found a problem
-inline constexpr int kExitUsage = 2;   // bad flags or input
+inline constexpr int kExitFailed = 1;       // the operation failed or found a problem
+inline constexpr int kExitUsage = 2;        // bad flags or input
 inline constexpr int kExitUnavailable = 3;  // store/queue could not be opened
 
 }  // namespace outbox::cli

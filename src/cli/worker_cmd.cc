@@ -52,8 +52,9 @@ std::atomic<bool> g_stop{false};
 extern "C" void OnStopSignal(int) { g_stop.store(true); }
 
 absl::Status LogHandler(const std::string& name, HandlerContext&, const Envelope& e) {
-  spdlog::info("log handler: subscription={} tenant={} event={} type={} seq={} correlation={} payload={}", name,
-               e.tenant, e.id, e.type, e.seq, e.correlation_id, ddbjson::ToPlainJsonText(e.payload));
+  spdlog::info(
+      "log handler: subscription={} tenant={} event={} type={} seq={} correlation={} payload={}",
+      name, e.tenant, e.id, e.type, e.seq, e.correlation_id, ddbjson::ToPlainJsonText(e.payload));
   return absl::OkStatus();
 }
 
@@ -69,7 +70,8 @@ absl::Status EnsureQueue(Queue& q, const std::string& name) {
   std::string dlq = base + "-dlq.fifo";
   QueueOptions d;
   d.fifo = true;
-  if (auto s = q.CreateQueue(dlq, d); !s.ok() && s.code() != absl::StatusCode::kAlreadyExists) return s;
+  if (auto s = q.CreateQueue(dlq, d); !s.ok() && s.code() != absl::StatusCode::kAlreadyExists)
+    return s;
   QueueOptions o;
   o.fifo = true;
   o.redrive = RedrivePolicy{dlq, 5};
@@ -78,12 +80,14 @@ absl::Status EnsureQueue(Queue& q, const std::string& name) {
 
 // --handler SUB=KIND: a built-in handler for a subscription (operators' drills
 // and the runbook test): log (the default), fail (retryable error), fail-terminal.
-absl::StatusOr<std::map<std::string, std::string>> ParseHandlers(const std::vector<std::string>& specs) {
+absl::StatusOr<std::map<std::string, std::string>> ParseHandlers(
+    const std::vector<std::string>& specs) {
   std::map<std::string, std::string> out;
   for (const auto& spec : specs) {
     size_t eq = spec.find('=');
     std::string kind = eq == std::string::npos ? "" : spec.substr(eq + 1);
-    if (eq == std::string::npos || eq == 0 || (kind != "log" && kind != "fail" && kind != "fail-terminal")) {
+    if (eq == std::string::npos || eq == 0 ||
+        (kind != "log" && kind != "fail" && kind != "fail-terminal")) {
       return absl::InvalidArgumentError(
           fmt::format("--handler: expected SUBSCRIPTION=log|fail|fail-terminal, got \"{}\"", spec));
     }
@@ -95,12 +99,14 @@ absl::StatusOr<std::map<std::string, std::string>> ParseHandlers(const std::vect
 Handler BuiltinHandler(const std::string& name, const std::string& kind) {
   if (kind == "fail") {
     return [name](HandlerContext&, const Envelope& e) {
-      return absl::UnavailableError(fmt::format("built-in fail handler of {} (event {})", name, e.id));
+      return absl::UnavailableError(
+          fmt::format("built-in fail handler of {} (event {})", name, e.id));
     };
   }
   if (kind == "fail-terminal") {
     return [name](HandlerContext&, const Envelope& e) {
-      return TerminalError(fmt::format("built-in fail-terminal handler of {} (event {})", name, e.id));
+      return TerminalError(
+          fmt::format("built-in fail-terminal handler of {} (event {})", name, e.id));
     };
   }
   return [name](HandlerContext& ctx, const Envelope& e) { return LogHandler(name, ctx, e); };
@@ -119,7 +125,9 @@ int Run(const Flags& f) {
         handlers->erase(h);
       }
       if (!sub.handler) {
-        sub.handler = [name = sub.name](HandlerContext& ctx, const Envelope& e) { return LogHandler(name, ctx, e); };
+        sub.handler = [name = sub.name](HandlerContext& ctx, const Envelope& e) {
+          return LogHandler(name, ctx, e);
+        };
       }
       if (auto s = router.Add(std::move(sub)); !s.ok()) return Fail(kExitUsage, "config", s);
     }
@@ -128,12 +136,14 @@ int Run(const Flags& f) {
   }
   if (!handlers->empty()) {
     return Fail(kExitUsage, "options",
-                absl::InvalidArgumentError(
-                    fmt::format("--handler: subscription {} is not in the config", handlers->begin()->first)));
+                absl::InvalidArgumentError(fmt::format(
+                    "--handler: subscription {} is not in the config", handlers->begin()->first)));
   }
-  if (auto s = CheckStoreAndQueueFlags(f.store, f.db); !s.ok()) return Fail(kExitUsage, "options", s);
+  if (auto s = CheckStoreAndQueueFlags(f.store, f.db); !s.ok())
+    return Fail(kExitUsage, "options", s);
   if (f.once && f.until_idle) {
-    return Fail(kExitUsage, "options", absl::InvalidArgumentError("--once and --until-idle exclude each other"));
+    return Fail(kExitUsage, "options",
+                absl::InvalidArgumentError("--once and --until-idle exclude each other"));
   }
   auto st = OpenStack(f.store, f.db);
   if (!st.ok()) return Fail(kExitUnavailable, f.store.dynamodb() ? "dynamodb" : f.db, st.status());
@@ -175,11 +185,16 @@ int Run(const Flags& f) {
     worker.Stop();
   }
   const WorkerMetrics& m = worker.metrics();
-  nlohmann::json out = {{"received", m.received.load()},         {"deleted", m.deleted.load()},
-                        {"poison_pills", m.poison_pills.load()}, {"unmatched_events", m.unmatched_events.load()},
-                        {"handler_ok", m.handler_ok.load()},     {"handler_retry", m.handler_retry.load()},
-                        {"handler_dead", m.handler_dead.load()}, {"lease_lost", m.lease_lost.load()},
-                        {"sequence_gaps", m.sequence_gaps.load()}, {"busy", m.busy.load()},
+  nlohmann::json out = {{"received", m.received.load()},
+                        {"deleted", m.deleted.load()},
+                        {"poison_pills", m.poison_pills.load()},
+                        {"unmatched_events", m.unmatched_events.load()},
+                        {"handler_ok", m.handler_ok.load()},
+                        {"handler_retry", m.handler_retry.load()},
+                        {"handler_dead", m.handler_dead.load()},
+                        {"lease_lost", m.lease_lost.load()},
+                        {"sequence_gaps", m.sequence_gaps.load()},
+                        {"busy", m.busy.load()},
                         {"errors", m.errors.load()}};
   std::cout << out.dump() << "\n";
   return code;
@@ -188,19 +203,23 @@ int Run(const Flags& f) {
 void AddWorker(CLI::App& app) {
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("worker", "Run the durable worker until SIGTERM/SIGINT");
-  sub->add_option("--db", f->db,
-                  "SQLite file (required): the store and the queue; with --store dynamodb only the queue");
+  sub->add_option(
+      "--db", f->db,
+      "SQLite file (required): the store and the queue; with --store dynamodb only the queue");
   AddStoreFlags(sub, &f->store);
-  sub->add_option("--config", f->config, "outbox.toml with [[subscriptions]] (no C++ handler: log handler)");
-  sub->add_option("--queue", f->queue, "FIFO queue (created with a DLQ when absent)")->capture_default_str();
+  sub->add_option("--config", f->config,
+                  "outbox.toml with [[subscriptions]] (no C++ handler: log handler)");
+  sub->add_option("--queue", f->queue, "FIFO queue (created with a DLQ when absent)")
+      ->capture_default_str();
   sub->add_option("--threads", f->threads, "Threads processing the groups of a batch")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   sub->add_flag("--once", f->once, "One receive and its processing, then exit");
   sub->add_flag("--until-idle", f->until_idle,
                 "Receive and process until a receive returns no message, then exit");
-  sub->add_option("--handler", f->handlers,
-                  "Built-in handler for a subscription: SUB=log|fail|fail-terminal (repeatable; default log)");
+  sub->add_option(
+      "--handler", f->handlers,
+      "Built-in handler for a subscription: SUB=log|fail|fail-terminal (repeatable; default log)");
   sub->callback([f] { ExitCode() = Run(*f); });
 }
 

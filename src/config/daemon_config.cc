@@ -205,8 +205,10 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
               if (c->relay_mode != "feed") {
                 return p.Error(
                     v, key,
-                    fmt::format("must be \"feed\" (outbox serve runs the change-feed relay; run `outbox relay --mode poll` as its own process for poll mode), got \"{}\"",
-                                c->relay_mode));
+                    fmt::format(
+                        "must be \"feed\" (outbox serve runs the change-feed relay; run `outbox "
+                        "relay --mode poll` as its own process for poll mode), got \"{}\"",
+                        c->relay_mode));
               }
               return absl::OkStatus();
             }},

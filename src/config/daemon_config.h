@@ -55,7 +55,7 @@ struct DaemonConfig {
   // [ops]
   std::string listen_host = "127.0.0.1";
   int listen_port = 8080;
-  std::string token;  // bearer token for /v1 and /ops; required beyond loopback
+  std::string token;      // bearer token for /v1 and /ops; required beyond loopback
   int http_threads = 32;  // a keep-alive connection holds one while open
   int64_t max_body_bytes = 1 << 20;
   absl::Duration read_timeout = absl::Seconds(5);  // slow clients

@@ -70,12 +70,13 @@ json ToJson(const TransactWriteRequest& r);
 json ToTransactGetJson(const std::vector<GetRequest>& gets);
 // CreateTable, without TTL (standard DynamoDB); send UpdateTimeToLiveJson after it.
 json ToJson(const TableSpec& spec);
-json ToJson(const TimeToLiveUpdate& u);  // UpdateTimeToLive
+json ToJson(const TimeToLiveUpdate& u);      // UpdateTimeToLive
 json TableNameJson(std::string_view table);  // DescribeTable / DeleteTable
 
 // ---- responses: C++ -> JSON (exactly like DynamoDB) -----------------------------
 
-json WriteResponseToJson(const WriteResult& r);  // PutItem/UpdateItem/DeleteItem: {} or {"Attributes":…}
+json WriteResponseToJson(
+    const WriteResult& r);  // PutItem/UpdateItem/DeleteItem: {} or {"Attributes":…}
 json GetItemResponseToJson(const std::optional<Item>& item);  // {} or {"Item":…}
 // {"Items":[…],"Count":n,"ScannedCount":n[,"LastEvaluatedKey":…]}; Items omitted for Select=COUNT.
 json QueryResponseToJson(const QueryResult& r, bool count_only = false);

@@ -54,7 +54,8 @@ absl::Status ErrorFromJson(int http_status, const json& body) {
   std::string type;
   std::string message;
   if (body.is_object()) {
-    if (auto it = body.find("__type"); it != body.end() && it->is_string()) type = it->get<std::string>();
+    if (auto it = body.find("__type"); it != body.end() && it->is_string())
+      type = it->get<std::string>();
     for (const char* k : {"message", "Message"}) {
       if (auto it = body.find(k); it != body.end() && it->is_string()) {
         message = it->get<std::string>();
@@ -64,7 +65,8 @@ absl::Status ErrorFromJson(int http_status, const json& body) {
   }
   std::string name = type.substr(type.rfind('#') == std::string::npos ? 0 : type.rfind('#') + 1);
   if (name.empty()) {
-    name = http_status >= 500 ? (http_status == 503 ? "ServiceUnavailable" : std::string(ddb_error::kInternalServerError))
+    name = http_status >= 500 ? (http_status == 503 ? "ServiceUnavailable"
+                                                    : std::string(ddb_error::kInternalServerError))
                               : std::string(ddb_error::kSerialization);
     if (message.empty()) message = "HTTP " + std::to_string(http_status) + " without an error body";
   }
@@ -74,8 +76,10 @@ absl::Status ErrorFromJson(int http_status, const json& body) {
       for (const auto& rj : *it) {
         CancellationReason r;
         if (!rj.is_object()) continue;
-        if (auto c = rj.find("Code"); c != rj.end() && c->is_string()) r.code = c->get<std::string>();
-        if (auto m = rj.find("Message"); m != rj.end() && m->is_string()) r.message = m->get<std::string>();
+        if (auto c = rj.find("Code"); c != rj.end() && c->is_string())
+          r.code = c->get<std::string>();
+        if (auto m = rj.find("Message"); m != rj.end() && m->is_string())
+          r.message = m->get<std::string>();
         if (auto i = rj.find("Item"); i != rj.end()) {
           if (auto item = ddbjson::DecodeItem(*i); item.ok()) r.item = *std::move(item);
         }

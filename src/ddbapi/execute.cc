@@ -51,13 +51,15 @@ absl::StatusOr<json> DoUpdateTimeToLive(Store& store, const json& body) {
   if (!same) {
     if (u.enabled && current) {
       return ValidationError(fmt::format(
-          "TimeToLive is active on a different AttributeName: current AttributeName is {}", *current));
+          "TimeToLive is active on a different AttributeName: current AttributeName is {}",
+          *current));
     }
     return ValidationError(
         "TimeToLive cannot be changed after CreateTable by this store; set it with CreateTable's "
         "TimeToLiveSpecification (an outbox extension)");
   }
-  return json{{"TimeToLiveSpecification", {{"AttributeName", u.attribute}, {"Enabled", u.enabled}}}};
+  return json{
+      {"TimeToLiveSpecification", {{"AttributeName", u.attribute}, {"Enabled", u.enabled}}}};
 }
 
 const std::map<std::string, Handler, std::less<>>& Handlers() {
@@ -152,7 +154,8 @@ absl::StatusOr<json> Execute(Store& store, std::string_view operation, const jso
   auto it = Handlers().find(operation);
   if (it == Handlers().end()) {
     return DdbError(ddb_error::kUnknownOperation,
-                    fmt::format("Unknown operation: {}; supported: {}", operation, fmt::join(Operations(), ", ")));
+                    fmt::format("Unknown operation: {}; supported: {}", operation,
+                                fmt::join(Operations(), ", ")));
   }
   return it->second(store, body);
 }

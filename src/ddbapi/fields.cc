@@ -14,14 +14,22 @@ using nlohmann::json;
 
 std::string_view JsonTypeName(const json& j) {
   switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::string: return "string";
-    case json::value_t::object: return "object";
-    case json::value_t::array: return "array";
-    case json::value_t::binary: return "binary";
-    case json::value_t::discarded: return "discarded";
-    default: return "number";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::binary:
+      return "binary";
+    case json::value_t::discarded:
+      return "discarded";
+    default:
+      return "number";
   }
 }
 
@@ -31,26 +39,29 @@ absl::Status SerializationError(std::string_view message) {
 
 absl::Status ConstraintError(std::string_view value_repr, std::string_view member,
                              std::string_view constraint) {
-  return ValidationError(fmt::format("1 validation error detected: Value {} at '{}' failed to satisfy "
-                                     "constraint: {}",
-                                     value_repr, member, constraint));
+  return ValidationError(
+      fmt::format("1 validation error detected: Value {} at '{}' failed to satisfy "
+                  "constraint: {}",
+                  value_repr, member, constraint));
 }
 
 absl::Status EnumError(std::string_view value, std::string_view member,
                        const std::vector<std::string_view>& allowed) {
-  return ConstraintError(fmt::format("'{}'", value), member,
-                         fmt::format("Member must satisfy enum value set: [{}]", fmt::join(allowed, ", ")));
+  return ConstraintError(
+      fmt::format("'{}'", value), member,
+      fmt::format("Member must satisfy enum value set: [{}]", fmt::join(allowed, ", ")));
 }
 
 absl::Status Fields::Init(std::initializer_list<std::string_view> allowed) const {
   if (!j_.is_object()) {
     return SerializationError(fmt::format("{}: expected a JSON object{}, got {}", what_,
-                                          where_.empty() ? "" : " at '" + where_ + "'", JsonTypeName(j_)));
+                                          where_.empty() ? "" : " at '" + where_ + "'",
+                                          JsonTypeName(j_)));
   }
   for (const auto& [k, v] : j_.items()) {
     if (std::find(allowed.begin(), allowed.end(), std::string_view(k)) == allowed.end()) {
-      return ValidationError(fmt::format("{}: unknown parameter {}{}", what_,
-                                         where_.empty() ? "" : where_ + ".", k));
+      return ValidationError(
+          fmt::format("{}: unknown parameter {}{}", what_, where_.empty() ? "" : where_ + ".", k));
     }
   }
   return absl::OkStatus();
@@ -69,8 +80,8 @@ absl::Status Fields::Missing(std::string_view name) const {
 namespace {
 absl::Status WrongType(std::string_view what, std::string_view member, std::string_view want,
                        const json& got) {
-  return SerializationError(
-      fmt::format("{}: expected a JSON {} for '{}', got {}", what, want, member, JsonTypeName(got)));
+  return SerializationError(fmt::format("{}: expected a JSON {} for '{}', got {}", what, want,
+                                        member, JsonTypeName(got)));
 }
 }  // namespace
 
@@ -99,13 +110,14 @@ absl::StatusOr<std::optional<int64_t>> Fields::OptInt(std::string_view name) con
   const json& v = At(name);
   if (!v.is_number_integer()) return WrongType(what_, Member(name), "integer", v);
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-    return ConstraintError(fmt::format("'{}'", v.dump()), Member(name), "Member must be a 64-bit integer");
+    return ConstraintError(fmt::format("'{}'", v.dump()), Member(name),
+                           "Member must be a 64-bit integer");
   }
   return std::optional<int64_t>(v.get<int64_t>());
 }
 
-absl::StatusOr<std::optional<std::string>> Fields::OptEnum(std::string_view name,
-                                                           const std::vector<std::string_view>& allowed) const {
+absl::StatusOr<std::optional<std::string>> Fields::OptEnum(
+    std::string_view name, const std::vector<std::string_view>& allowed) const {
   DDBAPI_ASSIGN_OR_RETURN(auto s, OptString(name));
   if (s && std::find(allowed.begin(), allowed.end(), std::string_view(*s)) == allowed.end()) {
     return EnumError(*s, Member(name), allowed);
@@ -189,11 +201,15 @@ absl::Status Fields::NoLegacy(std::initializer_list<std::string_view> legacy,
 absl::StatusOr<std::string> Fields::TableName(std::string_view name) const {
   DDBAPI_ASSIGN_OR_RETURN(std::string t, ReqString(name));
   std::string repr = fmt::format("'{}'", t);
-  if (t.size() < 3) return ConstraintError(repr, Member(name), "Member must have length greater than or equal to 3");
-  if (t.size() > 255) return ConstraintError(repr, Member(name), "Member must have length less than or equal to 255");
+  if (t.size() < 3)
+    return ConstraintError(repr, Member(name),
+                           "Member must have length greater than or equal to 3");
+  if (t.size() > 255)
+    return ConstraintError(repr, Member(name), "Member must have length less than or equal to 255");
   for (unsigned char c : t) {
     if (!(std::isalnum(c) || c == '_' || c == '.' || c == '-')) {
-      return ConstraintError(repr, Member(name), "Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+");
+      return ConstraintError(repr, Member(name),
+                             "Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+");
     }
   }
   return t;
@@ -209,11 +225,16 @@ ReturnValues ParseReturnValuesName(std::string_view s) {
 
 std::string_view ReturnValuesName(ReturnValues rv) {
   switch (rv) {
-    case ReturnValues::kNone: return "NONE";
-    case ReturnValues::kAllOld: return "ALL_OLD";
-    case ReturnValues::kUpdatedOld: return "UPDATED_OLD";
-    case ReturnValues::kAllNew: return "ALL_NEW";
-    case ReturnValues::kUpdatedNew: return "UPDATED_NEW";
+    case ReturnValues::kNone:
+      return "NONE";
+    case ReturnValues::kAllOld:
+      return "ALL_OLD";
+    case ReturnValues::kUpdatedOld:
+      return "UPDATED_OLD";
+    case ReturnValues::kAllNew:
+      return "ALL_NEW";
+    case ReturnValues::kUpdatedNew:
+      return "UPDATED_NEW";
   }
   return "NONE";
 }
@@ -227,29 +248,40 @@ Select ParseSelectName(std::string_view s) {
 
 std::string_view SelectName(Select s) {
   switch (s) {
-    case Select::kAllAttributes: return "ALL_ATTRIBUTES";
-    case Select::kAllProjectedAttributes: return "ALL_PROJECTED_ATTRIBUTES";
-    case Select::kSpecificAttributes: return "SPECIFIC_ATTRIBUTES";
-    case Select::kCount: return "COUNT";
+    case Select::kAllAttributes:
+      return "ALL_ATTRIBUTES";
+    case Select::kAllProjectedAttributes:
+      return "ALL_PROJECTED_ATTRIBUTES";
+    case Select::kSpecificAttributes:
+      return "SPECIFIC_ATTRIBUTES";
+    case Select::kCount:
+      return "COUNT";
   }
   return "ALL_ATTRIBUTES";
 }
 
 std::string_view ProjectionTypeName(ProjectionType p) {
   switch (p) {
-    case ProjectionType::kAll: return "ALL";
-    case ProjectionType::kKeysOnly: return "KEYS_ONLY";
-    case ProjectionType::kInclude: return "INCLUDE";
+    case ProjectionType::kAll:
+      return "ALL";
+    case ProjectionType::kKeysOnly:
+      return "KEYS_ONLY";
+    case ProjectionType::kInclude:
+      return "INCLUDE";
   }
   return "ALL";
 }
 
 std::string_view StreamViewTypeName(StreamViewType v) {
   switch (v) {
-    case StreamViewType::kKeysOnly: return "KEYS_ONLY";
-    case StreamViewType::kNewImage: return "NEW_IMAGE";
-    case StreamViewType::kOldImage: return "OLD_IMAGE";
-    case StreamViewType::kNewAndOldImages: return "NEW_AND_OLD_IMAGES";
+    case StreamViewType::kKeysOnly:
+      return "KEYS_ONLY";
+    case StreamViewType::kNewImage:
+      return "NEW_IMAGE";
+    case StreamViewType::kOldImage:
+      return "OLD_IMAGE";
+    case StreamViewType::kNewAndOldImages:
+      return "NEW_AND_OLD_IMAGES";
   }
   return "NEW_AND_OLD_IMAGES";
 }

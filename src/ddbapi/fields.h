@@ -18,10 +18,10 @@
 
 namespace outbox::ddbapi::internal {
 
-#define DDBAPI_RETURN_IF_ERROR(expr)        \
-  do {                                      \
-    ::absl::Status _st = (expr);            \
-    if (!_st.ok()) return _st;              \
+#define DDBAPI_RETURN_IF_ERROR(expr) \
+  do {                               \
+    ::absl::Status _st = (expr);     \
+    if (!_st.ok()) return _st;       \
   } while (0)
 
 #define DDBAPI_CONCAT_INNER(a, b) a##b
@@ -62,8 +62,8 @@ class Fields {
   absl::StatusOr<std::optional<bool>> OptBool(std::string_view name) const;
   absl::StatusOr<std::optional<int64_t>> OptInt(std::string_view name) const;
   // A string field restricted to `allowed`.
-  absl::StatusOr<std::optional<std::string>> OptEnum(std::string_view name,
-                                                     const std::vector<std::string_view>& allowed) const;
+  absl::StatusOr<std::optional<std::string>> OptEnum(
+      std::string_view name, const std::vector<std::string_view>& allowed) const;
   absl::StatusOr<Item> ReqItem(std::string_view name) const;
   absl::StatusOr<std::optional<Item>> OptItem(std::string_view name) const;
   // ExpressionAttributeNames (object of string -> string, non-empty when present).
@@ -77,7 +77,8 @@ class Fields {
   // parameters of this request, to name them in the message.
   absl::Status NoLegacy(std::initializer_list<std::string_view> legacy,
                         std::initializer_list<std::string_view> expression_params) const;
-  // A missing required member: "Value null at 'member' failed to satisfy constraint: Member must not be null".
+  // A missing required member: "Value null at 'member' failed to satisfy constraint: Member must
+  // not be null".
   absl::Status Missing(std::string_view name) const;
   // Table names: 3-255 chars of [a-zA-Z0-9_.-].
   absl::StatusOr<std::string> TableName(std::string_view name = "TableName") const;
@@ -90,13 +91,14 @@ class Fields {
 
 std::string_view JsonTypeName(const nlohmann::json& j);
 
-inline const std::vector<std::string_view> kReturnValuesEnum = {"NONE", "ALL_OLD", "UPDATED_OLD", "ALL_NEW",
-                                                                "UPDATED_NEW"};
+inline const std::vector<std::string_view> kReturnValuesEnum = {"NONE", "ALL_OLD", "UPDATED_OLD",
+                                                                "ALL_NEW", "UPDATED_NEW"};
 inline const std::vector<std::string_view> kReturnValuesOnFailureEnum = {"ALL_OLD", "NONE"};
-inline const std::vector<std::string_view> kReturnConsumedCapacityEnum = {"INDEXES", "TOTAL", "NONE"};
+inline const std::vector<std::string_view> kReturnConsumedCapacityEnum = {"INDEXES", "TOTAL",
+                                                                          "NONE"};
 inline const std::vector<std::string_view> kReturnItemCollectionMetricsEnum = {"SIZE", "NONE"};
-inline const std::vector<std::string_view> kSelectEnum = {"ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES",
-                                                          "SPECIFIC_ATTRIBUTES", "COUNT"};
+inline const std::vector<std::string_view> kSelectEnum = {
+    "ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES", "SPECIFIC_ATTRIBUTES", "COUNT"};
 
 ReturnValues ParseReturnValuesName(std::string_view s);  // REQUIRES: one of kReturnValuesEnum
 std::string_view ReturnValuesName(ReturnValues rv);

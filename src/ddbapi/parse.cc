@@ -38,7 +38,8 @@ absl::StatusOr<ReturnValues> ReturnValuesField(const Fields& f) {
 }
 
 absl::StatusOr<bool> ReturnOnFailureField(const Fields& f) {
-  DDBAPI_ASSIGN_OR_RETURN(auto rv, f.OptEnum("ReturnValuesOnConditionCheckFailure", kReturnValuesOnFailureEnum));
+  DDBAPI_ASSIGN_OR_RETURN(
+      auto rv, f.OptEnum("ReturnValuesOnConditionCheckFailure", kReturnValuesOnFailureEnum));
   return rv && *rv == "ALL_OLD";
 }
 
@@ -46,11 +47,13 @@ absl::StatusOr<bool> ReturnOnFailureField(const Fields& f) {
 
 absl::StatusOr<PutRequest> ParsePutItem(const json& body) {
   Fields f(body, "", "PutItem");
-  DDBAPI_RETURN_IF_ERROR(f.Init({"TableName", "Item", "ConditionExpression", "ExpressionAttributeNames",
-                                 "ExpressionAttributeValues", "ReturnValues", "ReturnValuesOnConditionCheckFailure",
-                                 kRcc, kRicm, "Expected", "ConditionalOperator"}));
-  DDBAPI_RETURN_IF_ERROR(f.NoLegacy({"Expected", "ConditionalOperator"},
-                                    {"ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"}));
+  DDBAPI_RETURN_IF_ERROR(
+      f.Init({"TableName", "Item", "ConditionExpression", "ExpressionAttributeNames",
+              "ExpressionAttributeValues", "ReturnValues", "ReturnValuesOnConditionCheckFailure",
+              kRcc, kRicm, "Expected", "ConditionalOperator"}));
+  DDBAPI_RETURN_IF_ERROR(
+      f.NoLegacy({"Expected", "ConditionalOperator"},
+                 {"ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"}));
   PutRequest r;
   DDBAPI_ASSIGN_OR_RETURN(r.table, f.TableName());
   DDBAPI_ASSIGN_OR_RETURN(r.item, f.ReqItem("Item"));
@@ -65,12 +68,12 @@ absl::StatusOr<PutRequest> ParsePutItem(const json& body) {
 absl::StatusOr<UpdateRequest> ParseUpdateItem(const json& body) {
   Fields f(body, "", "UpdateItem");
   DDBAPI_RETURN_IF_ERROR(f.Init({"TableName", "Key", "UpdateExpression", "ConditionExpression",
-                                 "ExpressionAttributeNames", "ExpressionAttributeValues", "ReturnValues",
-                                 "ReturnValuesOnConditionCheckFailure", kRcc, kRicm, "Expected",
-                                 "AttributeUpdates", "ConditionalOperator"}));
+                                 "ExpressionAttributeNames", "ExpressionAttributeValues",
+                                 "ReturnValues", "ReturnValuesOnConditionCheckFailure", kRcc, kRicm,
+                                 "Expected", "AttributeUpdates", "ConditionalOperator"}));
   DDBAPI_RETURN_IF_ERROR(f.NoLegacy({"AttributeUpdates", "Expected", "ConditionalOperator"},
-                                    {"UpdateExpression", "ConditionExpression", "ExpressionAttributeNames",
-                                     "ExpressionAttributeValues"}));
+                                    {"UpdateExpression", "ConditionExpression",
+                                     "ExpressionAttributeNames", "ExpressionAttributeValues"}));
   UpdateRequest r;
   DDBAPI_ASSIGN_OR_RETURN(r.table, f.TableName());
   DDBAPI_ASSIGN_OR_RETURN(r.key, f.ReqItem("Key"));
@@ -85,11 +88,13 @@ absl::StatusOr<UpdateRequest> ParseUpdateItem(const json& body) {
 
 absl::StatusOr<DeleteRequest> ParseDeleteItem(const json& body) {
   Fields f(body, "", "DeleteItem");
-  DDBAPI_RETURN_IF_ERROR(f.Init({"TableName", "Key", "ConditionExpression", "ExpressionAttributeNames",
-                                 "ExpressionAttributeValues", "ReturnValues", "ReturnValuesOnConditionCheckFailure",
-                                 kRcc, kRicm, "Expected", "ConditionalOperator"}));
-  DDBAPI_RETURN_IF_ERROR(f.NoLegacy({"Expected", "ConditionalOperator"},
-                                    {"ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"}));
+  DDBAPI_RETURN_IF_ERROR(
+      f.Init({"TableName", "Key", "ConditionExpression", "ExpressionAttributeNames",
+              "ExpressionAttributeValues", "ReturnValues", "ReturnValuesOnConditionCheckFailure",
+              kRcc, kRicm, "Expected", "ConditionalOperator"}));
+  DDBAPI_RETURN_IF_ERROR(
+      f.NoLegacy({"Expected", "ConditionalOperator"},
+                 {"ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"}));
   DeleteRequest r;
   DDBAPI_ASSIGN_OR_RETURN(r.table, f.TableName());
   DDBAPI_ASSIGN_OR_RETURN(r.key, f.ReqItem("Key"));
@@ -103,9 +108,11 @@ absl::StatusOr<DeleteRequest> ParseDeleteItem(const json& body) {
 
 absl::StatusOr<GetRequest> ParseGetItem(const json& body) {
   Fields f(body, "", "GetItem");
-  DDBAPI_RETURN_IF_ERROR(f.Init({"TableName", "Key", "ProjectionExpression", "ExpressionAttributeNames",
-                                 "ConsistentRead", kRcc, "AttributesToGet"}));
-  DDBAPI_RETURN_IF_ERROR(f.NoLegacy({"AttributesToGet"}, {"ProjectionExpression", "ExpressionAttributeNames"}));
+  DDBAPI_RETURN_IF_ERROR(
+      f.Init({"TableName", "Key", "ProjectionExpression", "ExpressionAttributeNames",
+              "ConsistentRead", kRcc, "AttributesToGet"}));
+  DDBAPI_RETURN_IF_ERROR(
+      f.NoLegacy({"AttributesToGet"}, {"ProjectionExpression", "ExpressionAttributeNames"}));
   GetRequest r;
   DDBAPI_ASSIGN_OR_RETURN(r.table, f.TableName());
   DDBAPI_ASSIGN_OR_RETURN(r.key, f.ReqItem("Key"));
@@ -119,20 +126,25 @@ absl::StatusOr<GetRequest> ParseGetItem(const json& body) {
 
 absl::StatusOr<QueryRequest> ParseQuery(const json& body) {
   Fields f(body, "", "Query");
-  DDBAPI_RETURN_IF_ERROR(f.Init({"TableName", "IndexName", "KeyConditionExpression", "FilterExpression",
-                                 "ProjectionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues",
-                                 "ScanIndexForward", "Limit", "ExclusiveStartKey", "Select", "ConsistentRead", kRcc,
-                                 "KeyConditions", "QueryFilter", "AttributesToGet", "ConditionalOperator"}));
-  DDBAPI_RETURN_IF_ERROR(f.NoLegacy({"KeyConditions", "QueryFilter", "AttributesToGet", "ConditionalOperator"},
-                                    {"KeyConditionExpression", "FilterExpression", "ProjectionExpression",
-                                     "ExpressionAttributeNames", "ExpressionAttributeValues"}));
+  DDBAPI_RETURN_IF_ERROR(
+      f.Init({"TableName", "IndexName", "KeyConditionExpression", "FilterExpression",
+              "ProjectionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues",
+              "ScanIndexForward", "Limit", "ExclusiveStartKey", "Select", "ConsistentRead", kRcc,
+              "KeyConditions", "QueryFilter", "AttributesToGet", "ConditionalOperator"}));
+  DDBAPI_RETURN_IF_ERROR(
+      f.NoLegacy({"KeyConditions", "QueryFilter", "AttributesToGet", "ConditionalOperator"},
+                 {"KeyConditionExpression", "FilterExpression", "ProjectionExpression",
+                  "ExpressionAttributeNames", "ExpressionAttributeValues"}));
   QueryRequest r;
   DDBAPI_ASSIGN_OR_RETURN(r.table, f.TableName());
   if (f.Has("IndexName")) {
     DDBAPI_ASSIGN_OR_RETURN(r.index, f.TableName("IndexName"));
   }
   DDBAPI_ASSIGN_OR_RETURN(auto kc, f.OptString("KeyConditionExpression"));
-  if (!kc) return ValidationError("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.");
+  if (!kc)
+    return ValidationError(
+        "Either the KeyConditions or KeyConditionExpression parameter must be specified in the "
+        "request.");
   r.key_condition = *std::move(kc);
   DDBAPI_ASSIGN_OR_RETURN(r.filter, f.OptString("FilterExpression"));
   DDBAPI_ASSIGN_OR_RETURN(r.projection, f.OptString("ProjectionExpression"));
@@ -186,8 +198,9 @@ absl::StatusOr<TransactWriteItem> ParseTransactAction(const json& entry, const s
   TransactWriteItem w;
   if (kind_name == "Put") {
     w.kind = TransactWriteItem::Kind::kPut;
-    DDBAPI_RETURN_IF_ERROR(f.Init({"TableName", "Item", "ConditionExpression", "ExpressionAttributeNames",
-                                   "ExpressionAttributeValues", "ReturnValuesOnConditionCheckFailure"}));
+    DDBAPI_RETURN_IF_ERROR(
+        f.Init({"TableName", "Item", "ConditionExpression", "ExpressionAttributeNames",
+                "ExpressionAttributeValues", "ReturnValuesOnConditionCheckFailure"}));
     DDBAPI_ASSIGN_OR_RETURN(w.item, f.ReqItem("Item"));
   } else if (kind_name == "Update") {
     w.kind = TransactWriteItem::Kind::kUpdate;
@@ -199,13 +212,15 @@ absl::StatusOr<TransactWriteItem> ParseTransactAction(const json& entry, const s
     w.update = std::move(u);
   } else if (kind_name == "Delete") {
     w.kind = TransactWriteItem::Kind::kDelete;
-    DDBAPI_RETURN_IF_ERROR(f.Init({"TableName", "Key", "ConditionExpression", "ExpressionAttributeNames",
-                                   "ExpressionAttributeValues", "ReturnValuesOnConditionCheckFailure"}));
+    DDBAPI_RETURN_IF_ERROR(
+        f.Init({"TableName", "Key", "ConditionExpression", "ExpressionAttributeNames",
+                "ExpressionAttributeValues", "ReturnValuesOnConditionCheckFailure"}));
     DDBAPI_ASSIGN_OR_RETURN(w.item, f.ReqItem("Key"));
   } else {
     w.kind = TransactWriteItem::Kind::kConditionCheck;
-    DDBAPI_RETURN_IF_ERROR(f.Init({"TableName", "Key", "ConditionExpression", "ExpressionAttributeNames",
-                                   "ExpressionAttributeValues", "ReturnValuesOnConditionCheckFailure"}));
+    DDBAPI_RETURN_IF_ERROR(
+        f.Init({"TableName", "Key", "ConditionExpression", "ExpressionAttributeNames",
+                "ExpressionAttributeValues", "ReturnValuesOnConditionCheckFailure"}));
     DDBAPI_ASSIGN_OR_RETURN(w.item, f.ReqItem("Key"));
     if (!f.Has("ConditionExpression")) return f.Missing("ConditionExpression");
   }
@@ -225,7 +240,8 @@ absl::StatusOr<TransactWriteRequest> ParseTransactWriteItems(const json& body) {
   DDBAPI_RETURN_IF_ERROR(CheckArrayLength(*items, f.Member("TransactItems"), kMaxTransactItems));
   TransactWriteRequest r;
   for (size_t i = 0; i < items->size(); ++i) {
-    DDBAPI_ASSIGN_OR_RETURN(auto w, ParseTransactAction((*items)[i], ElementPath(f.Member("TransactItems"), i)));
+    DDBAPI_ASSIGN_OR_RETURN(
+        auto w, ParseTransactAction((*items)[i], ElementPath(f.Member("TransactItems"), i)));
     r.items.push_back(std::move(w));
   }
   DDBAPI_ASSIGN_OR_RETURN(auto token, f.OptString("ClientRequestToken"));
@@ -252,7 +268,8 @@ absl::StatusOr<std::vector<GetRequest>> ParseTransactGetItems(const json& body) 
     DDBAPI_RETURN_IF_ERROR(outer.Init({"Get"}));
     if (!outer.Has("Get")) return outer.Missing("Get");
     Fields g(outer.At("Get"), outer.Member("Get"), "TransactGetItems");
-    DDBAPI_RETURN_IF_ERROR(g.Init({"TableName", "Key", "ProjectionExpression", "ExpressionAttributeNames"}));
+    DDBAPI_RETURN_IF_ERROR(
+        g.Init({"TableName", "Key", "ProjectionExpression", "ExpressionAttributeNames"}));
     GetRequest r;
     DDBAPI_ASSIGN_OR_RETURN(r.table, g.TableName());
     DDBAPI_ASSIGN_OR_RETURN(r.key, g.ReqItem("Key"));
@@ -276,13 +293,15 @@ absl::StatusOr<TimeToLiveUpdate> ParseUpdateTimeToLive(const json& body) {
   TimeToLiveUpdate u;
   DDBAPI_ASSIGN_OR_RETURN(u.table, f.TableName());
   if (!f.Has("TimeToLiveSpecification")) return f.Missing("TimeToLiveSpecification");
-  Fields t(f.At("TimeToLiveSpecification"), f.Member("TimeToLiveSpecification"), "UpdateTimeToLive");
+  Fields t(f.At("TimeToLiveSpecification"), f.Member("TimeToLiveSpecification"),
+           "UpdateTimeToLive");
   DDBAPI_RETURN_IF_ERROR(t.Init({"AttributeName", "Enabled"}));
   DDBAPI_ASSIGN_OR_RETURN(u.attribute, t.ReqString("AttributeName"));
   if (u.attribute.empty() || u.attribute.size() > 255) {
     return ConstraintError(fmt::format("'{}'", u.attribute), t.Member("AttributeName"),
-                           u.attribute.empty() ? "Member must have length greater than or equal to 1"
-                                               : "Member must have length less than or equal to 255");
+                           u.attribute.empty()
+                               ? "Member must have length greater than or equal to 1"
+                               : "Member must have length less than or equal to 255");
   }
   DDBAPI_ASSIGN_OR_RETURN(auto enabled, t.OptBool("Enabled"));
   if (!enabled) return t.Missing("Enabled");

@@ -172,7 +172,9 @@ absl::StatusOr<WriteResult> WriteResponseFromJson(const json& j) {
   return r;
 }
 
-absl::StatusOr<std::optional<Item>> GetItemResponseFromJson(const json& j) { return OptItemField(j, "Item"); }
+absl::StatusOr<std::optional<Item>> GetItemResponseFromJson(const json& j) {
+  return OptItemField(j, "Item");
+}
 
 absl::StatusOr<QueryResult> QueryResponseFromJson(const json& j) {
   if (!j.is_object()) return BadResponse("expected an object");
@@ -197,7 +199,8 @@ absl::StatusOr<QueryResult> QueryResponseFromJson(const json& j) {
 }
 
 absl::StatusOr<std::vector<std::optional<Item>>> TransactGetResponseFromJson(const json& j) {
-  if (!j.is_object() || !j.contains("Responses") || !j["Responses"].is_array()) return BadResponse("Responses");
+  if (!j.is_object() || !j.contains("Responses") || !j["Responses"].is_array())
+    return BadResponse("Responses");
   std::vector<std::optional<Item>> out;
   for (const auto& r : j["Responses"]) {
     DDBAPI_ASSIGN_OR_RETURN(auto item, OptItemField(r, "Item"));

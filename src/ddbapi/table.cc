@@ -18,8 +18,8 @@ using namespace internal;
 const std::vector<std::string_view> kKeyTypeEnum = {"HASH", "RANGE"};
 const std::vector<std::string_view> kScalarTypeEnum = {"B", "N", "S"};
 const std::vector<std::string_view> kProjectionTypeEnum = {"ALL", "KEYS_ONLY", "INCLUDE"};
-const std::vector<std::string_view> kStreamViewTypeEnum = {"NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES",
-                                                           "KEYS_ONLY"};
+const std::vector<std::string_view> kStreamViewTypeEnum = {"NEW_IMAGE", "OLD_IMAGE",
+                                                           "NEW_AND_OLD_IMAGES", "KEYS_ONLY"};
 const std::vector<std::string_view> kBillingModeEnum = {"PROVISIONED", "PAY_PER_REQUEST"};
 
 struct KeyElement {
@@ -30,7 +30,8 @@ struct KeyElement {
 absl::StatusOr<std::vector<KeyElement>> ParseKeySchema(const Fields& f) {
   DDBAPI_ASSIGN_OR_RETURN(const json* arr, f.ReqArray("KeySchema"));
   const std::string member = f.Member("KeySchema");
-  if (arr->empty()) return ConstraintError("'[]'", member, "Member must have length greater than or equal to 1");
+  if (arr->empty())
+    return ConstraintError("'[]'", member, "Member must have length greater than or equal to 1");
   if (arr->size() > 2) {
     return ConstraintError(fmt::format("'[{} items]'", arr->size()), member,
                            "Member must have length less than or equal to 2");
@@ -46,18 +47,21 @@ absl::StatusOr<std::vector<KeyElement>> ParseKeySchema(const Fields& f) {
     k.range = *type == "RANGE";
     out.push_back(std::move(k));
   }
-  if (out[0].range) return ValidationError("Invalid KeySchema: The first KeySchemaElement is not a HASH key type");
+  if (out[0].range)
+    return ValidationError("Invalid KeySchema: The first KeySchemaElement is not a HASH key type");
   if (out.size() == 2 && !out[1].range) {
-    return ValidationError("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type");
+    return ValidationError(
+        "Invalid KeySchema: The second KeySchemaElement is not a RANGE key type");
   }
   if (out.size() == 2 && out[0].name == out[1].name) {
-    return ValidationError("Both the Hash Key and the Range Key element in the KeySchema have the same name");
+    return ValidationError(
+        "Both the Hash Key and the Range Key element in the KeySchema have the same name");
   }
   return out;
 }
 
-absl::StatusOr<KeyAttribute> Resolve(const std::map<std::string, Type>& defs, const std::string& name,
-                                     std::set<std::string>* used) {
+absl::StatusOr<KeyAttribute> Resolve(const std::map<std::string, Type>& defs,
+                                     const std::string& name, std::set<std::string>* used) {
   auto it = defs.find(name);
   if (it == defs.end()) {
     std::vector<std::string> names;
@@ -75,8 +79,8 @@ absl::StatusOr<GlobalSecondaryIndex> ParseGsi(const json& j, const std::string& 
                                               const std::map<std::string, Type>& defs,
                                               std::set<std::string>* used) {
   Fields f(j, path, "CreateTable");
-  DDBAPI_RETURN_IF_ERROR(f.Init({"IndexName", "KeySchema", "Projection", "ProvisionedThroughput",
-                                 "OnDemandThroughput"}));
+  DDBAPI_RETURN_IF_ERROR(f.Init(
+      {"IndexName", "KeySchema", "Projection", "ProvisionedThroughput", "OnDemandThroughput"}));
   GlobalSecondaryIndex g;
   DDBAPI_ASSIGN_OR_RETURN(g.name, f.TableName("IndexName"));
   DDBAPI_ASSIGN_OR_RETURN(auto keys, ParseKeySchema(f));
@@ -90,7 +94,8 @@ absl::StatusOr<GlobalSecondaryIndex> ParseGsi(const json& j, const std::string& 
   DDBAPI_RETURN_IF_ERROR(p.Init({"ProjectionType", "NonKeyAttributes"}));
   DDBAPI_ASSIGN_OR_RETURN(auto type, p.OptEnum("ProjectionType", kProjectionTypeEnum));
   DDBAPI_ASSIGN_OR_RETURN(const json* nka, p.OptArray("NonKeyAttributes"));
-  std::string t = type.value_or("ALL");  // DynamoDB's default when absent is... required in practice
+  std::string t =
+      type.value_or("ALL");  // DynamoDB's default when absent is... required in practice
   g.projection = t == "KEYS_ONLY" ? ProjectionType::kKeysOnly
                  : t == "INCLUDE" ? ProjectionType::kInclude
                                   : ProjectionType::kAll;
@@ -100,19 +105,22 @@ absl::StatusOr<GlobalSecondaryIndex> ParseGsi(const json& j, const std::string& 
                              ", but NonKeyAttributes is specified");
     }
     for (const auto& a : *nka) {
-      if (!a.is_string()) return SerializationError("CreateTable: NonKeyAttributes must be strings");
+      if (!a.is_string())
+        return SerializationError("CreateTable: NonKeyAttributes must be strings");
       g.non_key_attributes.push_back(a.get<std::string>());
     }
   } else if (g.projection == ProjectionType::kInclude) {
     return ValidationError(
-        "One or more parameter values were invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not specified");
+        "One or more parameter values were invalid: ProjectionType is INCLUDE, but "
+        "NonKeyAttributes is not specified");
   }
   return g;
 }
 
 absl::Status CheckObject(const Fields& f, std::string_view name) {
   if (f.Has(name) && !f.At(name).is_object()) {
-    return SerializationError(fmt::format("CreateTable: expected a JSON object for '{}'", f.Member(name)));
+    return SerializationError(
+        fmt::format("CreateTable: expected a JSON object for '{}'", f.Member(name)));
   }
   return absl::OkStatus();
 }
@@ -121,10 +129,11 @@ absl::Status CheckObject(const Fields& f, std::string_view name) {
 
 absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
   Fields f(body, "", "CreateTable");
-  DDBAPI_RETURN_IF_ERROR(f.Init({"TableName", "AttributeDefinitions", "KeySchema", "GlobalSecondaryIndexes",
-                                 "LocalSecondaryIndexes", "StreamSpecification", "BillingMode",
-                                 "ProvisionedThroughput", "Tags", "TableClass", "DeletionProtectionEnabled",
-                                 "SSESpecification", "TimeToLiveSpecification"}));
+  DDBAPI_RETURN_IF_ERROR(
+      f.Init({"TableName", "AttributeDefinitions", "KeySchema", "GlobalSecondaryIndexes",
+              "LocalSecondaryIndexes", "StreamSpecification", "BillingMode",
+              "ProvisionedThroughput", "Tags", "TableClass", "DeletionProtectionEnabled",
+              "SSESpecification", "TimeToLiveSpecification"}));
   TableSpec spec;
   DDBAPI_ASSIGN_OR_RETURN(spec.name, f.TableName());
   if (f.Has("LocalSecondaryIndexes")) {
@@ -145,7 +154,8 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
   DDBAPI_ASSIGN_OR_RETURN(const json* defs_arr, f.ReqArray("AttributeDefinitions"));
   std::map<std::string, Type> defs;
   for (size_t i = 0; i < defs_arr->size(); ++i) {
-    Fields d((*defs_arr)[i], fmt::format("{}.{}.member", f.Member("AttributeDefinitions"), i + 1), "CreateTable");
+    Fields d((*defs_arr)[i], fmt::format("{}.{}.member", f.Member("AttributeDefinitions"), i + 1),
+             "CreateTable");
     DDBAPI_RETURN_IF_ERROR(d.Init({"AttributeName", "AttributeType"}));
     DDBAPI_ASSIGN_OR_RETURN(auto name, d.ReqString("AttributeName"));
     DDBAPI_ASSIGN_OR_RETURN(auto type, d.OptEnum("AttributeType", kScalarTypeEnum));
@@ -153,8 +163,8 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
     Type t = Type::S;
     ParseTypeName(*type, &t);
     if (!defs.emplace(name, t).second) {
-      return ValidationError(
-          "Cannot have two attributes with the same name, attribute name: " + name);
+      return ValidationError("Cannot have two attributes with the same name, attribute name: " +
+                             name);
     }
   }
   std::set<std::string> used;
@@ -167,22 +177,26 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
   DDBAPI_ASSIGN_OR_RETURN(const json* gsis, f.OptArray("GlobalSecondaryIndexes"));
   if (gsis) {
     if (gsis->empty()) {
-      return ValidationError("One or more parameter values were invalid: List of GlobalSecondaryIndexes is empty");
+      return ValidationError(
+          "One or more parameter values were invalid: List of GlobalSecondaryIndexes is empty");
     }
     std::set<std::string> index_names;
     for (size_t i = 0; i < gsis->size(); ++i) {
       DDBAPI_ASSIGN_OR_RETURN(
-          auto g, ParseGsi((*gsis)[i], fmt::format("{}.{}.member", f.Member("GlobalSecondaryIndexes"), i + 1), defs,
-                           &used));
+          auto g, ParseGsi((*gsis)[i],
+                           fmt::format("{}.{}.member", f.Member("GlobalSecondaryIndexes"), i + 1),
+                           defs, &used));
       if (!index_names.insert(g.name).second) {
-        return ValidationError("One or more parameter values were invalid: Duplicate index name: " + g.name);
+        return ValidationError("One or more parameter values were invalid: Duplicate index name: " +
+                               g.name);
       }
       spec.global_secondary_indexes.push_back(std::move(g));
     }
   }
   if (used.size() != defs.size()) {
     return ValidationError(
-        "One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match "
+        "One or more parameter values were invalid: Number of attributes in KeySchema does not "
+        "exactly match "
         "number of attributes defined in AttributeDefinitions");
   }
   if (f.Has("StreamSpecification")) {
@@ -193,12 +207,14 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
     DDBAPI_ASSIGN_OR_RETURN(auto view, s.OptEnum("StreamViewType", kStreamViewTypeEnum));
     if (*enabled && !view) {
       return ValidationError(
-          "One or more parameter values were invalid: You must specify a StreamViewType when StreamEnabled is "
+          "One or more parameter values were invalid: You must specify a StreamViewType when "
+          "StreamEnabled is "
           "set to true");
     }
     if (!*enabled && view) {
       return ValidationError(
-          "One or more parameter values were invalid: You cannot specify a StreamViewType when StreamEnabled "
+          "One or more parameter values were invalid: You cannot specify a StreamViewType when "
+          "StreamEnabled "
           "is set to false");
     }
     spec.stream_enabled = *enabled;
@@ -216,7 +232,8 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
     DDBAPI_ASSIGN_OR_RETURN(auto enabled, t.OptBool("Enabled"));
     if (!enabled) return t.Missing("Enabled");
     if (attr.empty()) {
-      return ConstraintError("''", t.Member("AttributeName"), "Member must have length greater than or equal to 1");
+      return ConstraintError("''", t.Member("AttributeName"),
+                             "Member must have length greater than or equal to 1");
     }
     if (*enabled) spec.ttl_attribute = attr;
   }
@@ -257,7 +274,8 @@ json ProjectionJson(const GlobalSecondaryIndex& g) {
 
 json StreamSpecJson(const TableSpec& spec) {
   json s = {{"StreamEnabled", spec.stream_enabled}};
-  if (spec.stream_enabled) s["StreamViewType"] = std::string(StreamViewTypeName(spec.stream_view_type));
+  if (spec.stream_enabled)
+    s["StreamViewType"] = std::string(StreamViewTypeName(spec.stream_view_type));
   return s;
 }
 
@@ -346,13 +364,14 @@ absl::StatusOr<std::vector<KeyElement>> KeySchemaFromJson(const json& ks) {
         !e.contains("KeyType") || !e["KeyType"].is_string()) {
       return BadResponse("KeySchema element");
     }
-    out.push_back({e["AttributeName"].get<std::string>(), e["KeyType"].get<std::string>() == "RANGE"});
+    out.push_back(
+        {e["AttributeName"].get<std::string>(), e["KeyType"].get<std::string>() == "RANGE"});
   }
   return out;
 }
 
-absl::Status ResolveKeys(const json& ks, const std::map<std::string, Type>& defs, KeyAttribute* hash,
-                         std::optional<KeyAttribute>* range) {
+absl::Status ResolveKeys(const json& ks, const std::map<std::string, Type>& defs,
+                         KeyAttribute* hash, std::optional<KeyAttribute>* range) {
   DDBAPI_ASSIGN_OR_RETURN(auto keys, KeySchemaFromJson(ks));
   for (const auto& k : keys) {
     auto it = defs.find(k.name);
@@ -373,13 +392,17 @@ absl::StatusOr<TableDescription> TableDescriptionFromJson(const json& in) {
   if (in.is_object() && in.contains("Table")) jp = &in["Table"];
   if (in.is_object() && in.contains("TableDescription")) jp = &in["TableDescription"];
   const json& j = *jp;
-  if (!j.is_object() || !j.contains("TableName") || !j["TableName"].is_string()) return BadResponse("TableName");
+  if (!j.is_object() || !j.contains("TableName") || !j["TableName"].is_string())
+    return BadResponse("TableName");
   TableDescription d;
   d.spec.name = j["TableName"].get<std::string>();
-  if (j.contains("TableStatus") && j["TableStatus"].is_string()) d.status = j["TableStatus"].get<std::string>();
-  if (j.contains("ItemCount") && j["ItemCount"].is_number()) d.item_count = j["ItemCount"].get<int64_t>();
+  if (j.contains("TableStatus") && j["TableStatus"].is_string())
+    d.status = j["TableStatus"].get<std::string>();
+  if (j.contains("ItemCount") && j["ItemCount"].is_number())
+    d.item_count = j["ItemCount"].get<int64_t>();
   if (j.contains("CreationDateTime") && j["CreationDateTime"].is_number()) {
-    d.creation_time_ms = static_cast<int64_t>(std::llround(j["CreationDateTime"].get<double>() * 1000.0));
+    d.creation_time_ms =
+        static_cast<int64_t>(std::llround(j["CreationDateTime"].get<double>() * 1000.0));
   }
   std::map<std::string, Type> defs;
   if (j.contains("AttributeDefinitions") && j["AttributeDefinitions"].is_array()) {
@@ -389,7 +412,8 @@ absl::StatusOr<TableDescription> TableDescriptionFromJson(const json& in) {
         return BadResponse("AttributeDefinitions");
       }
       Type t;
-      if (!ParseTypeName(a["AttributeType"].get<std::string>(), &t)) return BadResponse("AttributeType");
+      if (!ParseTypeName(a["AttributeType"].get<std::string>(), &t))
+        return BadResponse("AttributeType");
       defs[a["AttributeName"].get<std::string>()] = t;
     }
   }
@@ -397,7 +421,8 @@ absl::StatusOr<TableDescription> TableDescriptionFromJson(const json& in) {
   DDBAPI_RETURN_IF_ERROR(ResolveKeys(j["KeySchema"], defs, &d.spec.hash_key, &d.spec.range_key));
   if (j.contains("GlobalSecondaryIndexes") && j["GlobalSecondaryIndexes"].is_array()) {
     for (const auto& gj : j["GlobalSecondaryIndexes"]) {
-      if (!gj.is_object() || !gj.contains("IndexName") || !gj["IndexName"].is_string() || !gj.contains("KeySchema")) {
+      if (!gj.is_object() || !gj.contains("IndexName") || !gj["IndexName"].is_string() ||
+          !gj.contains("KeySchema")) {
         return BadResponse("GlobalSecondaryIndexes");
       }
       GlobalSecondaryIndex g;

@@ -3,8 +3,8 @@
 #include <random>
 #include <thread>
 
-#include "fmt/format.h"
 #include "engine/engine_impl.h"
+#include "fmt/format.h"
 #include "outbox/ddb_json.h"
 #include "outbox/outbox_row.h"
 #include "spdlog/spdlog.h"
@@ -21,10 +21,14 @@ std::string IdempPk(std::string_view tenant) { return fmt::format("TENANT#{}#IDE
 
 std::string_view KindName(TransactWriteItem::Kind k) {
   switch (k) {
-    case TransactWriteItem::Kind::kPut: return "Put";
-    case TransactWriteItem::Kind::kUpdate: return "Update";
-    case TransactWriteItem::Kind::kDelete: return "Delete";
-    case TransactWriteItem::Kind::kConditionCheck: return "ConditionCheck";
+    case TransactWriteItem::Kind::kPut:
+      return "Put";
+    case TransactWriteItem::Kind::kUpdate:
+      return "Update";
+    case TransactWriteItem::Kind::kDelete:
+      return "Delete";
+    case TransactWriteItem::Kind::kConditionCheck:
+      return "ConditionCheck";
   }
   return "?";
 }
@@ -36,12 +40,14 @@ std::string DescribeWrite(const TransactWriteItem& w) {
     if (auto it = w.item.find(k); it != w.item.end()) key.emplace(k, it->second);
   }
   if (key.empty() && !w.item.empty()) key.emplace(*w.item.begin());
-  return fmt::format("{} on table {}, key {}", KindName(w.kind), w.table, ddbjson::Encode(key).dump());
+  return fmt::format("{} on table {}, key {}", KindName(w.kind), w.table,
+                     ddbjson::Encode(key).dump());
 }
 
-absl::Status WriteFailure(const std::string& what, const TransactWriteItem& w, const CancellationReason& r) {
-  std::string msg = fmt::format("emit: {} ({}) failed: {}{}{}; nothing was committed", what, DescribeWrite(w),
-                                r.code, r.message.empty() ? "" : ": ", r.message);
+absl::Status WriteFailure(const std::string& what, const TransactWriteItem& w,
+                          const CancellationReason& r) {
+  std::string msg = fmt::format("emit: {} ({}) failed: {}{}{}; nothing was committed", what,
+                                DescribeWrite(w), r.code, r.message.empty() ? "" : ": ", r.message);
   if (r.code == "ConditionalCheckFailed") return absl::FailedPreconditionError(msg);
   if (r.code == "ValidationError") return absl::InvalidArgumentError(msg);
   return absl::AbortedError(msg);
@@ -49,7 +55,8 @@ absl::Status WriteFailure(const std::string& what, const TransactWriteItem& w, c
 
 absl::Status WithPrefix(const absl::Status& s, const std::string& prefix) {
   absl::Status out(s.code(), prefix + std::string(s.message()));
-  s.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  s.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
   return out;
 }
 
@@ -58,16 +65,23 @@ class InlineContext final : public HandlerContext {
   InlineContext(const RequestContext& req, std::string key, int attempt, absl::Time deadline,
                 const std::string& events_table, std::vector<TransactWriteItem>* writes,
                 std::vector<std::string>* owners, std::string owner)
-      : req_(req), key_(std::move(key)), attempt_(attempt), deadline_(deadline),
-        events_table_(events_table), writes_(writes), owners_(owners), owner_(std::move(owner)) {}
+      : req_(req),
+        key_(std::move(key)),
+        attempt_(attempt),
+        deadline_(deadline),
+        events_table_(events_table),
+        writes_(writes),
+        owners_(owners),
+        owner_(std::move(owner)) {}
   const RequestContext& request() const override { return req_; }
   const std::string& idempotency_key() const override { return key_; }
   int attempt() const override { return attempt_; }
   absl::Time deadline() const override { return deadline_; }
   absl::Status AddWrite(TransactWriteItem write) override {
     if (write.table == events_table_) {
-      return absl::InvalidArgumentError(fmt::format(
-          "subscription {}: AddWrite: writes to the events table '{}' are not allowed", owner_, events_table_));
+      return absl::InvalidArgumentError(
+          fmt::format("subscription {}: AddWrite: writes to the events table '{}' are not allowed",
+                      owner_, events_table_));
     }
     writes_->push_back(std::move(write));
     owners_->push_back(owner_);
@@ -94,7 +108,8 @@ class LocalContext final : public HandlerContext {
   int attempt() const override { return 1; }
   absl::Time deadline() const override { return deadline_; }
   absl::Status AddWrite(TransactWriteItem) override {
-    return absl::FailedPreconditionError("AddWrite is not allowed on the LOCAL lane (it runs after commit)");
+    return absl::FailedPreconditionError(
+        "AddWrite is not allowed on the LOCAL lane (it runs after commit)");
   }
 
  private:
@@ -119,13 +134,14 @@ absl::Status CallHandler(const Handler& h, HandlerContext& ctx, const Envelope& 
 
 absl::Status EngineImpl::ValidateJob(EmitJob& job) const {
   if (auto s = ValidateTenant(job.ctx.tenant); !s.ok()) return s;
-  if (job.events.empty()) return absl::InvalidArgumentError("events: at least one event is required");
+  if (job.events.empty())
+    return absl::InvalidArgumentError("events: at least one event is required");
   for (size_t i = 0; i < job.events.size(); ++i) {
     const EventSpec& ev = job.events[i];
     std::string field = job.events.size() == 1 ? "" : fmt::format("events[{}].", i);
     if (ev.type.empty() || ev.type.size() > kMaxTypeLength) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}type: must be 1–{} characters (got {})", field, kMaxTypeLength, ev.type.size()));
+      return absl::InvalidArgumentError(fmt::format("{}type: must be 1–{} characters (got {})",
+                                                    field, kMaxTypeLength, ev.type.size()));
     }
     if (!ev.payload.is(Type::M)) {
       return absl::InvalidArgumentError(
@@ -135,46 +151,61 @@ absl::Status EngineImpl::ValidateJob(EmitJob& job) const {
       return absl::FailedPreconditionError(
           fmt::format("{}type: '{}' is not declared in the catalog (strict mode)", field, ev.type));
     }
-    Envelope proto{NewEventId(0), ev.type, job.ctx.tenant, 99999999999, job.ctx.correlation_id,
-                   job.ctx.actor, 9999999999999, ev.payload, std::string(kGenesisHash), std::string(kGenesisHash)};
+    Envelope proto{NewEventId(0),
+                   ev.type,
+                   job.ctx.tenant,
+                   99999999999,
+                   job.ctx.correlation_id,
+                   job.ctx.actor,
+                   9999999999999,
+                   ev.payload,
+                   std::string(kGenesisHash),
+                   std::string(kGenesisHash)};
     int64_t size = ItemSize(EnvelopeToItem(proto));
     if (size > kMaxItemSize) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}payload: the event item would be {} bytes; the limit is {} bytes (400 KB)", field, size, kMaxItemSize));
+      return absl::InvalidArgumentError(
+          fmt::format("{}payload: the event item would be {} bytes; the limit is {} bytes (400 KB)",
+                      field, size, kMaxItemSize));
     }
   }
   job.outbox_rows = options_.write_outbox_rows;
   for (size_t i = 0; i < job.extras.size(); ++i) {
     if (job.extras[i].table == options_.events_table) {
-      return absl::InvalidArgumentError(fmt::format(
-          "extra_writes[{}]: writes to the events table '{}' are not allowed", i, options_.events_table));
+      return absl::InvalidArgumentError(
+          fmt::format("extra_writes[{}]: writes to the events table '{}' are not allowed", i,
+                      options_.events_table));
     }
     if (job.outbox_rows && job.extras[i].table == options_.outbox_table) {
-      return absl::InvalidArgumentError(fmt::format(
-          "extra_writes[{}]: writes to the outbox table '{}' are not allowed", i, options_.outbox_table));
+      return absl::InvalidArgumentError(
+          fmt::format("extra_writes[{}]: writes to the outbox table '{}' are not allowed", i,
+                      options_.outbox_table));
     }
   }
   if (const auto& t = job.options.idempotency_token) {
     bool printable = std::all_of(t->begin(), t->end(), [](char c) { return c > ' ' && c < 127; });
     if (t->empty() || t->size() > kMaxTokenLength || !printable) {
-      return absl::InvalidArgumentError(fmt::format(
-          "idempotency_token: must be 1–{} printable ASCII characters without spaces", kMaxTokenLength));
+      return absl::InvalidArgumentError(
+          fmt::format("idempotency_token: must be 1–{} printable ASCII characters without spaces",
+                      kMaxTokenLength));
     }
   }
   // head + tenant registry (first event) + events + extras + token row.
   int needed = 2 + job.BaseItems();
   if (needed > kMaxTransactItems) {
-    return absl::InvalidArgumentError(fmt::format(
-        "emit: needs {} transaction items (head, tenant registry, {} events, {} extra writes{}); the limit is {}",
-        needed, job.events.size(), job.extras.size(), job.options.idempotency_token ? ", idempotency row" : "",
-        kMaxTransactItems));
+    return absl::InvalidArgumentError(
+        fmt::format("emit: needs {} transaction items (head, tenant registry, {} events, {} extra "
+                    "writes{}); the limit is {}",
+                    needed, job.events.size(), job.extras.size(),
+                    job.options.idempotency_token ? ", idempotency row" : "", kMaxTransactItems));
   }
   if (job.ctx.correlation_id.empty()) job.ctx.correlation_id = NewEventId(clock_->NowMillis());
   return absl::OkStatus();
 }
 
-absl::StatusOr<Envelope> EngineImpl::Emit(const RequestContext& ctx, std::string type, Value payload,
-                                          std::vector<TransactWriteItem> extra_writes, EmitOptions options) {
+absl::StatusOr<Envelope> EngineImpl::Emit(const RequestContext& ctx, std::string type,
+                                          Value payload,
+                                          std::vector<TransactWriteItem> extra_writes,
+                                          EmitOptions options) {
   std::vector<EventSpec> events;
   events.push_back(EventSpec{std::move(type), std::move(payload)});
   auto r = EmitBatch(ctx, std::move(events), std::move(extra_writes), std::move(options));
@@ -182,10 +213,9 @@ absl::StatusOr<Envelope> EngineImpl::Emit(const RequestContext& ctx, std::string
   return std::move(r->front());
 }
 
-absl::StatusOr<std::vector<Envelope>> EngineImpl::EmitBatch(const RequestContext& ctx,
-                                                            std::vector<EventSpec> events,
-                                                            std::vector<TransactWriteItem> extra_writes,
-                                                            EmitOptions options) {
+absl::StatusOr<std::vector<Envelope>> EngineImpl::EmitBatch(
+    const RequestContext& ctx, std::vector<EventSpec> events,
+    std::vector<TransactWriteItem> extra_writes, EmitOptions options) {
   EmitJob job;
   job.ctx = ctx;
   job.events = std::move(events);
@@ -270,9 +300,10 @@ void EngineImpl::ProcessGroup(TenantState& ts, std::vector<EmitJob*> group) {
       if (++conflicts > options_.max_emit_retries) {
         metrics_.emit_contention_errors += static_cast<int64_t>(rest.size());
         for (EmitJob* j : rest) {
-          j->status = absl::AbortedError(fmt::format(
-              "emit: contention on tenant {}: the head row kept moving; gave up after {} attempt(s)",
-              j->ctx.tenant, conflicts));
+          j->status =
+              absl::AbortedError(fmt::format("emit: contention on tenant {}: the head row kept "
+                                             "moving; gave up after {} attempt(s)",
+                                             j->ctx.tenant, conflicts));
         }
         return;
       }
@@ -297,7 +328,8 @@ absl::Status EngineImpl::LoadHead(TenantState& ts, const std::string& tenant) {
     auto hash = it.find("last_hash");
     if (seq == it.end() || !seq->second.is(Type::N) || !seq->second.n().ToInt64(&h.last_seq) ||
         hash == it.end() || !hash->second.is(Type::S)) {
-      return absl::InternalError(fmt::format("emit: the head row of tenant {} is malformed", tenant));
+      return absl::InternalError(
+          fmt::format("emit: the head row of tenant {} is malformed", tenant));
     }
     h.last_hash = hash->second.s();
   }
@@ -308,13 +340,15 @@ absl::Status EngineImpl::LoadHead(TenantState& ts, const std::string& tenant) {
 absl::Status EngineImpl::RunInline(EmitJob& job, const Envelope& e, int attempt) {
   std::shared_lock<std::shared_mutex> l(router_mu_);
   for (const Subscription* sub : router_.Match(e, Lane::kInline)) {
-    InlineContext ctx(job.ctx, e.id + ":" + sub->name, attempt, clock_->Now() + sub->options.handler_timeout,
-                      options_.events_table, &job.inline_writes, &job.inline_write_owner, sub->name);
+    InlineContext ctx(job.ctx, e.id + ":" + sub->name, attempt,
+                      clock_->Now() + sub->options.handler_timeout, options_.events_table,
+                      &job.inline_writes, &job.inline_write_owner, sub->name);
     absl::Status s = CallHandler(sub->handler, ctx, e);
     if (!s.ok()) {
       metrics_.inline_errors++;
-      return WithPrefix(s, fmt::format("emit aborted: INLINE subscription {} failed on {} (tenant {}): ",
-                                        sub->name, e.type, e.tenant));
+      return WithPrefix(
+          s, fmt::format("emit aborted: INLINE subscription {} failed on {} (tenant {}): ",
+                         sub->name, e.type, e.tenant));
     }
   }
   return absl::OkStatus();
@@ -326,15 +360,18 @@ void EngineImpl::DispatchLocal(const Envelope& e) {
   if (subs.empty()) return;
   auto shared = std::make_shared<const Envelope>(e);
   for (const Subscription* sub : subs) {
-    pool_->Submit([this, shared, name = sub->name, handler = sub->handler, timeout = sub->options.handler_timeout] {
+    pool_->Submit([this, shared, name = sub->name, handler = sub->handler,
+                   timeout = sub->options.handler_timeout] {
       const Envelope& ev = *shared;
       LocalContext ctx(RequestContext{ev.tenant, ev.correlation_id, ev.actor}, ev.id + ":" + name,
                        clock_->Now() + timeout);
       absl::Status s = CallHandler(handler, ctx, ev);
       if (!s.ok()) {
         metrics_.local_errors++;
-        spdlog::warn("LOCAL subscription {} failed: tenant={} event_id={} seq={} type={} correlation_id={}: {}",
-                     name, ev.tenant, ev.id, ev.seq, ev.type, ev.correlation_id, std::string(s.message()));
+        spdlog::warn(
+            "LOCAL subscription {} failed: tenant={} event_id={} seq={} type={} correlation_id={}: "
+            "{}",
+            name, ev.tenant, ev.id, ev.seq, ev.type, ev.correlation_id, std::string(s.message()));
       }
       metrics_.local_runs++;
     });
@@ -349,16 +386,17 @@ void EngineImpl::ReplayIdempotent(EmitJob& job) {
   g.consistent_read = true;
   auto r = store_->GetItem(g);
   if (!r.ok() || !r->has_value()) {
-    job.status = absl::InternalError(fmt::format("emit: idempotency row of token {} could not be read: {}",
-                                                 *job.options.idempotency_token,
-                                                 r.ok() ? "absent" : std::string(r.status().message())));
+    job.status = absl::InternalError(fmt::format(
+        "emit: idempotency row of token {} could not be read: {}", *job.options.idempotency_token,
+        r.ok() ? "absent" : std::string(r.status().message())));
     return;
   }
   const Item& it = **r;
   int64_t first = 0, count = 0;
   auto f = it.find("first_seq");
   auto c = it.find("count");
-  if (f == it.end() || c == it.end() || !f->second.n().ToInt64(&first) || !c->second.n().ToInt64(&count)) {
+  if (f == it.end() || c == it.end() || !f->second.n().ToInt64(&first) ||
+      !c->second.n().ToInt64(&count)) {
     job.status = absl::InternalError("emit: idempotency row is malformed");
     return;
   }
@@ -368,14 +406,16 @@ void EngineImpl::ReplayIdempotent(EmitJob& job) {
     return;
   }
   if (static_cast<int64_t>(log->size()) != count) {
-    job.status = absl::InternalError(fmt::format("emit: events {}..{} of idempotency token {} are missing", first,
-                                                 first + count - 1, *job.options.idempotency_token));
+    job.status =
+        absl::InternalError(fmt::format("emit: events {}..{} of idempotency token {} are missing",
+                                        first, first + count - 1, *job.options.idempotency_token));
     return;
   }
   if (count != static_cast<int64_t>(job.events.size()) || (*log)[0].type != job.events[0].type) {
-    job.status = absl::InvalidArgumentError(fmt::format(
-        "idempotency_token: '{}' was already used for a different emit ({} event(s) of type {} at seq {})",
-        *job.options.idempotency_token, count, (*log)[0].type, first));
+    job.status = absl::InvalidArgumentError(
+        fmt::format("idempotency_token: '{}' was already used for a different emit ({} event(s) of "
+                    "type {} at seq {})",
+                    *job.options.idempotency_token, count, (*log)[0].type, first));
     return;
   }
   metrics_.idempotent_replays++;
@@ -405,8 +445,8 @@ TransactWriteItem EngineImpl::OutboxRow(const Envelope& e, int64_t now) const {
   return w;
 }
 
-std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*> group, bool* conflict,
-                                          absl::Status* group_error) {
+std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*> group,
+                                          bool* conflict, absl::Status* group_error) {
   const std::string& tenant = group[0]->ctx.tenant;
   if (!ts.head) {
     if (auto s = LoadHead(ts, tenant); !s.ok()) {
@@ -421,11 +461,11 @@ std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*>
   TransactWriteRequest req;
   req.items.emplace_back();  // the head, filled below
   if (first) {
-    req.items.push_back(TransactWriteItem::Put(
-        options_.events_table, Item{{"pk", Value::S(std::string(kTenantsPk))},
-                                    {"sk", Value::S(tenant)},
-                                    {"tenant", Value::S(tenant)},
-                                    {"created_at", Value::N(now)}}));
+    req.items.push_back(TransactWriteItem::Put(options_.events_table,
+                                               Item{{"pk", Value::S(std::string(kTenantsPk))},
+                                                    {"sk", Value::S(tenant)},
+                                                    {"tenant", Value::S(tenant)},
+                                                    {"created_at", Value::N(now)}}));
   }
   struct Span {
     EmitJob* job;
@@ -443,8 +483,8 @@ std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*>
     const std::string prev0 = prev;
     absl::Status inline_status;
     for (const EventSpec& ev : job->events) {
-      Envelope e{NewEventId(now), ev.type,   tenant, ++seq, job->ctx.correlation_id, job->ctx.actor,
-                 now,             ev.payload, prev,  ""};
+      Envelope e{NewEventId(now), ev.type, tenant,     ++seq, job->ctx.correlation_id,
+                 job->ctx.actor,  now,     ev.payload, prev,  ""};
       e.hash = ComputeEventHash(e);
       prev = e.hash;
       job->envelopes.push_back(std::move(e));
@@ -454,13 +494,13 @@ std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*>
       if (!inline_status.ok()) break;
     }
     size_t needed = job->envelopes.size() * (job->outbox_rows ? 2 : 1) + job->extras.size() +
-                    job->inline_writes.size() +
-                    (job->options.idempotency_token ? 1 : 0);
+                    job->inline_writes.size() + (job->options.idempotency_token ? 1 : 0);
     if (inline_status.ok() && req.items.size() + needed > static_cast<size_t>(kMaxTransactItems)) {
       if (spans.empty()) {
-        inline_status = absl::InvalidArgumentError(fmt::format(
-            "emit: with the INLINE handlers' writes the transaction needs {} items; the limit is {}",
-            req.items.size() + needed, kMaxTransactItems));
+        inline_status =
+            absl::InvalidArgumentError(fmt::format("emit: with the INLINE handlers' writes the "
+                                                   "transaction needs {} items; the limit is {}",
+                                                   req.items.size() + needed, kMaxTransactItems));
       } else {
         deferred.push_back(job);  // next attempt
         seq = seq0;
@@ -488,12 +528,13 @@ std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*>
     sp.token_index = req.items.size();
     if (job->options.idempotency_token) {
       TransactWriteItem w = TransactWriteItem::Put(
-          options_.events_table, Item{{"pk", Value::S(IdempPk(tenant))},
-                                      {"sk", Value::S(*job->options.idempotency_token)},
-                                      {"first_seq", Value::N(job->envelopes.front().seq)},
-                                      {"count", Value::N(static_cast<int64_t>(job->envelopes.size()))},
-                                      {"first_id", Value::S(job->envelopes.front().id)},
-                                      {"created_at", Value::N(now)}});
+          options_.events_table,
+          Item{{"pk", Value::S(IdempPk(tenant))},
+               {"sk", Value::S(*job->options.idempotency_token)},
+               {"first_seq", Value::N(job->envelopes.front().seq)},
+               {"count", Value::N(static_cast<int64_t>(job->envelopes.size()))},
+               {"first_id", Value::S(job->envelopes.front().id)},
+               {"created_at", Value::N(now)}});
       w.condition = "attribute_not_exists(pk)";
       req.items.push_back(std::move(w));
     }
@@ -558,15 +599,17 @@ std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*>
     }
     for (size_t i = sp.extras_begin; i < sp.inline_begin && !finished; ++i) {
       if (failed(i)) {
-        job.status = WriteFailure(fmt::format("extra write #{}", i - sp.extras_begin), req.items[i], reasons[i]);
+        job.status = WriteFailure(fmt::format("extra write #{}", i - sp.extras_begin), req.items[i],
+                                  reasons[i]);
         finished = true;
       }
     }
     for (size_t i = sp.inline_begin; i < sp.token_index && !finished; ++i) {
       if (failed(i)) {
-        job.status = WriteFailure(fmt::format("write #{} of INLINE subscription {}", i - sp.inline_begin,
-                                              job.inline_write_owner[i - sp.inline_begin]),
-                                  req.items[i], reasons[i]);
+        job.status =
+            WriteFailure(fmt::format("write #{} of INLINE subscription {}", i - sp.inline_begin,
+                                     job.inline_write_owner[i - sp.inline_begin]),
+                         req.items[i], reasons[i]);
         finished = true;
       }
     }

@@ -1,7 +1,7 @@
 // Engine: options, opening, tables and subscriptions. Emit is in emit.cc,
 // reading and verifying the log in verify.cc.
-#include "fmt/format.h"
 #include "engine/engine_impl.h"
+#include "fmt/format.h"
 #include "outbox/outbox_row.h"
 #include "spdlog/spdlog.h"
 
@@ -10,7 +10,8 @@ namespace outbox {
 absl::Status EngineOptions::Validate() const {
   for (const auto* t : {&events_table, &inbox_table, &dead_letters_table, &relay_state_table}) {
     if (t->size() < 3 || t->size() > 255) {
-      return absl::InvalidArgumentError(fmt::format("engine options: table name '{}' must be 3–255 characters", *t));
+      return absl::InvalidArgumentError(
+          fmt::format("engine options: table name '{}' must be 3–255 characters", *t));
     }
   }
   if (max_emit_retries < 0 || max_emit_retries > 1000) {
@@ -36,8 +37,9 @@ absl::Status EngineOptions::Validate() const {
           "engine options: outbox_aggregate must be 1–128 characters without '#'");
     }
     if (outbox_shards < 1 || outbox_shards > outbox_row::kMaxShards) {
-      return absl::InvalidArgumentError(fmt::format("engine options: outbox_shards must be in [1, {}], got {}",
-                                                    outbox_row::kMaxShards, outbox_shards));
+      return absl::InvalidArgumentError(
+          fmt::format("engine options: outbox_shards must be in [1, {}], got {}",
+                      outbox_row::kMaxShards, outbox_shards));
     }
   }
   return absl::OkStatus();
@@ -49,8 +51,8 @@ absl::Status ValidateTenant(std::string_view tenant) {
         fmt::format("tenant: must be 1–128 characters (got {})", tenant.size()));
   }
   for (char c : tenant) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-              c == '.' || c == ':' || c == '-';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == ':' || c == '-';
     if (!ok) return absl::InvalidArgumentError("tenant: allowed characters are [A-Za-z0-9_.:-]");
   }
   return absl::OkStatus();
@@ -58,11 +60,16 @@ absl::Status ValidateTenant(std::string_view tenant) {
 
 std::string_view ChainBreakName(ChainBreak b) {
   switch (b) {
-    case ChainBreak::kNone: return "none";
-    case ChainBreak::kGap: return "gap";
-    case ChainBreak::kEdited: return "edited";
-    case ChainBreak::kReordered: return "reordered";
-    case ChainBreak::kHeadMismatch: return "head_mismatch";
+    case ChainBreak::kNone:
+      return "none";
+    case ChainBreak::kGap:
+      return "gap";
+    case ChainBreak::kEdited:
+      return "edited";
+    case ChainBreak::kReordered:
+      return "reordered";
+    case ChainBreak::kHeadMismatch:
+      return "head_mismatch";
   }
   return "none";
 }
@@ -111,7 +118,8 @@ absl::Status EngineImpl::EnsureTables() {
     absl::Status st = store_->CreateTable(s);
     // Another process may have created it meanwhile.
     if (!st.ok() && st.code() != absl::StatusCode::kAlreadyExists) {
-      return absl::Status(st.code(), fmt::format("engine: creating table {}: {}", s.name, std::string(st.message())));
+      return absl::Status(st.code(), fmt::format("engine: creating table {}: {}", s.name,
+                                                 std::string(st.message())));
     }
   }
   return absl::OkStatus();
@@ -119,7 +127,8 @@ absl::Status EngineImpl::EnsureTables() {
 
 absl::Status EngineImpl::Subscribe(Subscription sub) {
   if (!sub.handler) {
-    return absl::InvalidArgumentError(fmt::format("subscription {}: handler is required", sub.name));
+    return absl::InvalidArgumentError(
+        fmt::format("subscription {}: handler is required", sub.name));
   }
   std::unique_lock<std::shared_mutex> l(router_mu_);
   return router_.Add(std::move(sub));

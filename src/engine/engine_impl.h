@@ -72,8 +72,10 @@ class EngineImpl final : public Engine {
   absl::Status EnsureTables() override;
   absl::Status Subscribe(Subscription sub) override;
   absl::StatusOr<Envelope> Emit(const RequestContext& ctx, std::string type, Value payload,
-                                std::vector<TransactWriteItem> extra_writes, EmitOptions options) override;
-  absl::StatusOr<std::vector<Envelope>> EmitBatch(const RequestContext& ctx, std::vector<EventSpec> events,
+                                std::vector<TransactWriteItem> extra_writes,
+                                EmitOptions options) override;
+  absl::StatusOr<std::vector<Envelope>> EmitBatch(const RequestContext& ctx,
+                                                  std::vector<EventSpec> events,
                                                   std::vector<TransactWriteItem> extra_writes,
                                                   EmitOptions options) override;
   absl::StatusOr<Head> ReadHead(const std::string& tenant) override;

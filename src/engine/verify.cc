@@ -1,6 +1,6 @@
 // Reading the log: head, events, tenant registry, and chain verification.
-#include "fmt/format.h"
 #include "engine/engine_impl.h"
+#include "fmt/format.h"
 
 namespace outbox::engine_internal {
 namespace {
@@ -44,14 +44,15 @@ absl::StatusOr<Head> EngineImpl::ReadHead(const std::string& tenant) {
   return h;
 }
 
-absl::StatusOr<std::vector<Envelope>> EngineImpl::ReadLog(const std::string& tenant, int64_t from_seq,
-                                                          int64_t limit) {
+absl::StatusOr<std::vector<Envelope>> EngineImpl::ReadLog(const std::string& tenant,
+                                                          int64_t from_seq, int64_t limit) {
   if (auto s = ValidateTenant(tenant); !s.ok()) return s;
   std::vector<Envelope> out;
   QueryRequest q;
   q.table = options_.events_table;
   q.key_condition = "pk = :p AND sk >= :from";
-  q.args.values = {{":p", Value::S(EventPk(tenant))}, {":from", Value::S(SeqSortKey(std::max<int64_t>(from_seq, 0)))}};
+  q.args.values = {{":p", Value::S(EventPk(tenant))},
+                   {":from", Value::S(SeqSortKey(std::max<int64_t>(from_seq, 0)))}};
   q.consistent_read = true;
   while (true) {
     int64_t want = limit > 0 ? limit - static_cast<int64_t>(out.size()) : kPageSize;
@@ -61,9 +62,9 @@ absl::StatusOr<std::vector<Envelope>> EngineImpl::ReadLog(const std::string& ten
     for (const Item& item : r->items) {
       auto e = EnvelopeFromItem(item);
       if (!e.ok()) {
-        return absl::DataLossError(
-            fmt::format("event row {} of tenant {}: {}", item.count("sk") ? item.at("sk").s() : "?", tenant,
-                        std::string(e.status().message())));
+        return absl::DataLossError(fmt::format("event row {} of tenant {}: {}",
+                                               item.count("sk") ? item.at("sk").s() : "?", tenant,
+                                               std::string(e.status().message())));
       }
       out.push_back(*std::move(e));
     }
@@ -136,7 +137,8 @@ absl::StatusOr<VerifyResult> EngineImpl::VerifyChain(const std::string& tenant, 
           int64_t later = 0;
           if (ParseSeqKey(r->items[k], &later) && later >= expected && later < pos) {
             fail(expected, ChainBreak::kReordered,
-                 fmt::format("event {} appears where event {} belongs; event {} comes later", pos, expected, later));
+                 fmt::format("event {} appears where event {} belongs; event {} comes later", pos,
+                             expected, later));
             break;
           }
         }
@@ -152,17 +154,20 @@ absl::StatusOr<VerifyResult> EngineImpl::VerifyChain(const std::string& tenant, 
       }
       if (e->seq != pos || e->tenant != tenant) {
         fail(pos, ChainBreak::kReordered,
-             fmt::format("the row at seq {} holds event seq {} of tenant {} (id {})", pos, e->seq, e->tenant, e->id));
+             fmt::format("the row at seq {} holds event seq {} of tenant {} (id {})", pos, e->seq,
+                         e->tenant, e->id));
         break;
       }
       if (e->prev_hash != prev) {
-        fail(pos, ChainBreak::kEdited,
-             fmt::format("prev_hash of event {} does not match the hash of event {}", pos, pos - 1));
+        fail(
+            pos, ChainBreak::kEdited,
+            fmt::format("prev_hash of event {} does not match the hash of event {}", pos, pos - 1));
         break;
       }
       std::string h = ComputeEventHash(*e);
       if (h != e->hash) {
-        fail(pos, ChainBreak::kEdited, fmt::format("event {} (id {}) does not match its hash", pos, e->id));
+        fail(pos, ChainBreak::kEdited,
+             fmt::format("event {} (id {}) does not match its hash", pos, e->id));
         break;
       }
       prev = std::move(h);
@@ -175,10 +180,12 @@ absl::StatusOr<VerifyResult> EngineImpl::VerifyChain(const std::string& tenant, 
   if (head.ok()) {
     res.head_seq = head->last_seq;
     if (res.chain_intact && (head->last_seq != res.last_seq || head->last_hash != prev)) {
-      fail(head->last_seq == res.last_seq ? res.last_seq : std::min(head->last_seq, res.last_seq) + 1,
+      fail(head->last_seq == res.last_seq ? res.last_seq
+                                          : std::min(head->last_seq, res.last_seq) + 1,
            ChainBreak::kHeadMismatch,
-           fmt::format("head says last_seq {} (hash {}), the log ends at {} (hash {})", head->last_seq,
-                       head->last_hash.substr(0, 12), res.last_seq, prev.substr(0, 12)));
+           fmt::format("head says last_seq {} (hash {}), the log ends at {} (hash {})",
+                       head->last_seq, head->last_hash.substr(0, 12), res.last_seq,
+                       prev.substr(0, 12)));
     }
   }
   return res;

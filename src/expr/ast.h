@@ -38,8 +38,8 @@ struct PathExpr {
 struct Operand {
   enum K { kPath, kValue, kSize, kIfNotExists, kListAppend, kPlus, kMinus };
   K k = kPath;
-  PathExpr path;          // kPath, kSize
-  std::string value;      // kValue: ":placeholder"
+  PathExpr path;              // kPath, kSize
+  std::string value;          // kValue: ":placeholder"
   std::vector<Operand> args;  // functions and +/-
 };
 
@@ -47,10 +47,22 @@ enum class CmpOp { kEq, kNe, kLt, kLe, kGt, kGe };
 std::string_view CmpOpText(CmpOp op);
 
 struct Cond {
-  enum K { kAnd, kOr, kNot, kCmp, kBetween, kIn, kExists, kNotExists, kType, kBeginsWith, kContains };
+  enum K {
+    kAnd,
+    kOr,
+    kNot,
+    kCmp,
+    kBetween,
+    kIn,
+    kExists,
+    kNotExists,
+    kType,
+    kBeginsWith,
+    kContains
+  };
   K k = kAnd;
-  CmpOp op = CmpOp::kEq;    // kCmp
-  std::vector<Cond> kids;   // kAnd, kOr (2), kNot (1)
+  CmpOp op = CmpOp::kEq;     // kCmp
+  std::vector<Cond> kids;    // kAnd, kOr (2), kNot (1)
   std::vector<Operand> ops;  // comparison/function operands
 };
 

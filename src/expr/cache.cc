@@ -57,7 +57,8 @@ Cache::Impl* Cache::impl() {
   return i;
 }
 
-absl::StatusOr<std::shared_ptr<const Condition>> Cache::GetCondition(std::string_view text, Kind kind) {
+absl::StatusOr<std::shared_ptr<const Condition>> Cache::GetCondition(std::string_view text,
+                                                                     Kind kind) {
   return impl()->Get<Condition>(static_cast<char>(kind), text,
                                 [&] { return Condition::Parse(text, kind); });
 }

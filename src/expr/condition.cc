@@ -37,14 +37,29 @@ void EvalOperand(const Operand& o, const Item& item, const ExpressionArgs& args,
       if (!v) return;
       int64_t n;
       switch (v->type()) {
-        case Type::S: n = static_cast<int64_t>(v->s().size()); break;
-        case Type::B: n = static_cast<int64_t>(v->b().size()); break;
-        case Type::SS: n = static_cast<int64_t>(v->ss().size()); break;
-        case Type::NS: n = static_cast<int64_t>(v->ns().size()); break;
-        case Type::BS: n = static_cast<int64_t>(v->bs().size()); break;
-        case Type::L: n = static_cast<int64_t>(v->l().size()); break;
-        case Type::M: n = static_cast<int64_t>(v->m().size()); break;
-        default: return;
+        case Type::S:
+          n = static_cast<int64_t>(v->s().size());
+          break;
+        case Type::B:
+          n = static_cast<int64_t>(v->b().size());
+          break;
+        case Type::SS:
+          n = static_cast<int64_t>(v->ss().size());
+          break;
+        case Type::NS:
+          n = static_cast<int64_t>(v->ns().size());
+          break;
+        case Type::BS:
+          n = static_cast<int64_t>(v->bs().size());
+          break;
+        case Type::L:
+          n = static_cast<int64_t>(v->l().size());
+          break;
+        case Type::M:
+          n = static_cast<int64_t>(v->m().size());
+          break;
+        default:
+          return;
       }
       out->tmp = Value::N(n);
       out->p = &out->tmp;
@@ -60,11 +75,16 @@ bool Ordered(const Value& a, const Value& b, CmpOp op) {
   if (a.type() != b.type() || !IsOrderedType(a.type())) return false;
   auto c = CompareOrdered(a, b);
   switch (op) {
-    case CmpOp::kLt: return c < 0;
-    case CmpOp::kLe: return c <= 0;
-    case CmpOp::kGt: return c > 0;
-    case CmpOp::kGe: return c >= 0;
-    default: return false;
+    case CmpOp::kLt:
+      return c < 0;
+    case CmpOp::kLe:
+      return c <= 0;
+    case CmpOp::kGt:
+      return c > 0;
+    case CmpOp::kGe:
+      return c >= 0;
+    default:
+      return false;
   }
 }
 
@@ -96,12 +116,18 @@ bool Contains(const Value& a, const Value& b) {
 
 bool Eval(const Cond& c, const Item& item, const ExpressionArgs& args) {
   switch (c.k) {
-    case Cond::kAnd: return Eval(c.kids[0], item, args) && Eval(c.kids[1], item, args);
-    case Cond::kOr: return Eval(c.kids[0], item, args) || Eval(c.kids[1], item, args);
-    case Cond::kNot: return !Eval(c.kids[0], item, args);
-    case Cond::kExists: return Lookup(item, c.ops[0].path, args.names) != nullptr;
-    case Cond::kNotExists: return Lookup(item, c.ops[0].path, args.names) == nullptr;
-    default: break;
+    case Cond::kAnd:
+      return Eval(c.kids[0], item, args) && Eval(c.kids[1], item, args);
+    case Cond::kOr:
+      return Eval(c.kids[0], item, args) || Eval(c.kids[1], item, args);
+    case Cond::kNot:
+      return !Eval(c.kids[0], item, args);
+    case Cond::kExists:
+      return Lookup(item, c.ops[0].path, args.names) != nullptr;
+    case Cond::kNotExists:
+      return Lookup(item, c.ops[0].path, args.names) == nullptr;
+    default:
+      break;
   }
   Val a, b;
   EvalOperand(c.ops[0], item, args, &a);

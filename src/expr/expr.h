@@ -46,7 +46,7 @@ class Condition {
  public:
   virtual ~Condition() = default;
   static absl::StatusOr<std::shared_ptr<const Condition>> Parse(std::string_view text,
-                                                                 Kind kind = Kind::kCondition);
+                                                                Kind kind = Kind::kCondition);
   // Checks placeholders exist and constants have types the operators accept
   // (BETWEEN bounds ordered, attribute_type's :t valid, …); records usage.
   virtual absl::Status Validate(const ExpressionArgs& args, Usage* used) const = 0;

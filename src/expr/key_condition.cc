@@ -11,23 +11,30 @@ namespace {
 constexpr Kind kKind = Kind::kKeyCondition;
 constexpr std::string_view kNotSupported = "Query key condition not supported";
 constexpr std::string_view kTypeMismatch =
-    "One or more parameter values were invalid: Condition parameter type does not match schema type";
+    "One or more parameter values were invalid: Condition parameter type does not match schema "
+    "type";
 
 using Op = KeyConditionSpec::Op;
 
 Op FromCmp(CmpOp op, bool flipped) {
   switch (op) {
-    case CmpOp::kEq: return Op::kEq;
-    case CmpOp::kLt: return flipped ? Op::kGt : Op::kLt;
-    case CmpOp::kLe: return flipped ? Op::kGe : Op::kLe;
-    case CmpOp::kGt: return flipped ? Op::kLt : Op::kGt;
-    case CmpOp::kGe: return flipped ? Op::kLe : Op::kGe;
-    default: return Op::kNone;
+    case CmpOp::kEq:
+      return Op::kEq;
+    case CmpOp::kLt:
+      return flipped ? Op::kGt : Op::kLt;
+    case CmpOp::kLe:
+      return flipped ? Op::kGe : Op::kLe;
+    case CmpOp::kGt:
+      return flipped ? Op::kLt : Op::kGt;
+    case CmpOp::kGe:
+      return flipped ? Op::kLe : Op::kGe;
+    default:
+      return Op::kNone;
   }
 }
 
 struct Leaf {
-  std::string name;     // key attribute name
+  std::string name;  // key attribute name
   Op op = Op::kNone;
   const Value* lo = nullptr;
   const Value* hi = nullptr;
@@ -43,13 +50,20 @@ class Resolver {
         Collect(c.kids[0]);
         Collect(c.kids[1]);
         return;
-      case Cond::kOr: BadOperator("OR");
-      case Cond::kNot: BadOperator("NOT");
-      case Cond::kIn: BadOperator("IN");
-      case Cond::kExists: BadOperator("attribute_exists");
-      case Cond::kNotExists: BadOperator("attribute_not_exists");
-      case Cond::kType: BadOperator("attribute_type");
-      case Cond::kContains: BadOperator("contains");
+      case Cond::kOr:
+        BadOperator("OR");
+      case Cond::kNot:
+        BadOperator("NOT");
+      case Cond::kIn:
+        BadOperator("IN");
+      case Cond::kExists:
+        BadOperator("attribute_exists");
+      case Cond::kNotExists:
+        BadOperator("attribute_not_exists");
+      case Cond::kType:
+        BadOperator("attribute_type");
+      case Cond::kContains:
+        BadOperator("contains");
       case Cond::kCmp: {
         if (c.op == CmpOp::kNe) BadOperator("<>");
         const Operand* path = &c.ops[0];
@@ -115,8 +129,9 @@ class Resolver {
                                 TypeName(r->lo->type())));
       }
       if (r->op == Op::kBeginsWith && range->type == Type::N) {
-        Fail(kKind, "Incorrect operand type for operator or function; operator or function: "
-                    "begins_with, operand type: N");
+        Fail(kKind,
+             "Incorrect operand type for operator or function; operator or function: "
+             "begins_with, operand type: N");
       }
       if (r->lo->type() != range->type || (r->hi && r->hi->type() != range->type)) {
         FailRaw(kTypeMismatch);

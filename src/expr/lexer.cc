@@ -6,7 +6,9 @@ namespace {
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsWord(char c) { return IsAlpha(c) || IsDigit(c) || c == '_'; }
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 }  // namespace
 
@@ -42,15 +44,33 @@ std::vector<Token> Lex(std::string_view s) {
       Tok t = Tok::kInvalid;
       size_t len = 1;
       switch (c) {
-        case '(': t = Tok::kLParen; break;
-        case ')': t = Tok::kRParen; break;
-        case '[': t = Tok::kLBracket; break;
-        case ']': t = Tok::kRBracket; break;
-        case ',': t = Tok::kComma; break;
-        case '.': t = Tok::kDot; break;
-        case '=': t = Tok::kEq; break;
-        case '+': t = Tok::kPlus; break;
-        case '-': t = Tok::kMinus; break;
+        case '(':
+          t = Tok::kLParen;
+          break;
+        case ')':
+          t = Tok::kRParen;
+          break;
+        case '[':
+          t = Tok::kLBracket;
+          break;
+        case ']':
+          t = Tok::kRBracket;
+          break;
+        case ',':
+          t = Tok::kComma;
+          break;
+        case '.':
+          t = Tok::kDot;
+          break;
+        case '=':
+          t = Tok::kEq;
+          break;
+        case '+':
+          t = Tok::kPlus;
+          break;
+        case '-':
+          t = Tok::kMinus;
+          break;
         case '<':
           if (i + 1 < s.size() && s[i + 1] == '=') {
             t = Tok::kLe, len = 2;

@@ -10,13 +10,25 @@
 namespace outbox::expr::internal {
 
 enum class Tok {
-  kName,      // bare identifier [A-Za-z][A-Za-z0-9_]* (keywords too)
-  kNamePh,    // #name
-  kValuePh,   // :value
-  kInt,       // [0-9]+ (list index)
-  kLParen, kRParen, kLBracket, kRBracket, kComma, kDot,
-  kEq, kNe, kLt, kLe, kGt, kGe, kPlus, kMinus,
-  kInvalid,   // a character the language does not have
+  kName,     // bare identifier [A-Za-z][A-Za-z0-9_]* (keywords too)
+  kNamePh,   // #name
+  kValuePh,  // :value
+  kInt,      // [0-9]+ (list index)
+  kLParen,
+  kRParen,
+  kLBracket,
+  kRBracket,
+  kComma,
+  kDot,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kPlus,
+  kMinus,
+  kInvalid,  // a character the language does not have
   kEnd,
 };
 

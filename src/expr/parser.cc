@@ -25,11 +25,16 @@ namespace outbox::expr::internal {
 
 std::string_view KindName(Kind k) {
   switch (k) {
-    case Kind::kCondition: return "ConditionExpression";
-    case Kind::kFilter: return "FilterExpression";
-    case Kind::kKeyCondition: return "KeyConditionExpression";
-    case Kind::kUpdate: return "UpdateExpression";
-    case Kind::kProjection: return "ProjectionExpression";
+    case Kind::kCondition:
+      return "ConditionExpression";
+    case Kind::kFilter:
+      return "FilterExpression";
+    case Kind::kKeyCondition:
+      return "KeyConditionExpression";
+    case Kind::kUpdate:
+      return "UpdateExpression";
+    case Kind::kProjection:
+      return "ProjectionExpression";
   }
   return "Expression";
 }
@@ -41,12 +46,18 @@ void FailRaw(std::string_view msg) { throw ExprError{std::string(msg)}; }
 
 std::string_view CmpOpText(CmpOp op) {
   switch (op) {
-    case CmpOp::kEq: return "=";
-    case CmpOp::kNe: return "<>";
-    case CmpOp::kLt: return "<";
-    case CmpOp::kLe: return "<=";
-    case CmpOp::kGt: return ">";
-    case CmpOp::kGe: return ">=";
+    case CmpOp::kEq:
+      return "=";
+    case CmpOp::kNe:
+      return "<>";
+    case CmpOp::kLt:
+      return "<";
+    case CmpOp::kLe:
+      return "<=";
+    case CmpOp::kGt:
+      return ">";
+    case CmpOp::kGe:
+      return ">=";
   }
   return "?";
 }
@@ -60,8 +71,9 @@ class Parser {
  public:
   Parser(std::string_view text, Kind kind) : text_(text), kind_(kind) {
     if (text.size() > kMaxExpressionBytes) {
-      Fail(kind, fmt::format("Expression size has exceeded the maximum allowed size; expression size: {}",
-                             text.size()));
+      Fail(kind,
+           fmt::format("Expression size has exceeded the maximum allowed size; expression size: {}",
+                       text.size()));
     }
     toks_ = Lex(text);
     if (toks_.size() == 1) Fail(kind, "The expression can not be empty;");
@@ -159,7 +171,8 @@ class Parser {
   // A bare name used as an attribute name.
   std::string NameElement(const Token& t) {
     if (IsReservedWord(t.text)) {
-      Fail(kind_, fmt::format("Attribute name is a reserved keyword; reserved keyword: {}", t.text));
+      Fail(kind_,
+           fmt::format("Attribute name is a reserved keyword; reserved keyword: {}", t.text));
     }
     return std::string(t.text);
   }
@@ -222,8 +235,9 @@ class Parser {
   }
   void RequirePath(std::string_view fn, const Operand& o) {
     if (o.k != Operand::kPath) {
-      Fail(kind_, fmt::format("Operator or function requires a document path; operator or function: {}",
-                              fn));
+      Fail(kind_,
+           fmt::format("Operator or function requires a document path; operator or function: {}",
+                       fn));
     }
   }
 
@@ -355,8 +369,9 @@ class Parser {
         Arity(fn, c.ops, 2);
         for (const Operand& o : c.ops) {
           if (o.k == Operand::kSize) {
-            Fail(kind_, "The function is not allowed to be used this way in an expression; "
-                        "function: size");
+            Fail(kind_,
+                 "The function is not allowed to be used this way in an expression; "
+                 "function: size");
           }
         }
       } else {
@@ -369,12 +384,24 @@ class Parser {
     const Token& t = Peek();
     CmpOp op;
     switch (t.t) {
-      case Tok::kEq: op = CmpOp::kEq; break;
-      case Tok::kNe: op = CmpOp::kNe; break;
-      case Tok::kLt: op = CmpOp::kLt; break;
-      case Tok::kLe: op = CmpOp::kLe; break;
-      case Tok::kGt: op = CmpOp::kGt; break;
-      case Tok::kGe: op = CmpOp::kGe; break;
+      case Tok::kEq:
+        op = CmpOp::kEq;
+        break;
+      case Tok::kNe:
+        op = CmpOp::kNe;
+        break;
+      case Tok::kLt:
+        op = CmpOp::kLt;
+        break;
+      case Tok::kLe:
+        op = CmpOp::kLe;
+        break;
+      case Tok::kGt:
+        op = CmpOp::kGt;
+        break;
+      case Tok::kGe:
+        op = CmpOp::kGe;
+        break;
       default:
         if (IsKeyword(t, "BETWEEN")) {
           Next();
@@ -446,8 +473,9 @@ class Parser {
         Arity(fn, o.args, 2);
         for (const Operand& a : o.args) {
           if (a.k == Operand::kListAppend) {
-            Fail(kind_, "The function is not allowed to be used this way in an expression; "
-                        "function: list_append");
+            Fail(kind_,
+                 "The function is not allowed to be used this way in an expression; "
+                 "function: list_append");
           }
         }
       } else {

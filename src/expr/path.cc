@@ -149,10 +149,14 @@ void CheckNoOverlap(Kind kind, const std::vector<Path>& paths) {
 
 std::string DescribeValue(const Value& v) {
   switch (v.type()) {
-    case Type::S: return fmt::format("{{S:{}}}", v.s());
-    case Type::N: return fmt::format("{{N:{}}}", v.n().ToString());
-    case Type::B: return fmt::format("{{B:<{} bytes>}}", v.b().size());
-    default: return fmt::format("{{{}}}", TypeName(v.type()));
+    case Type::S:
+      return fmt::format("{{S:{}}}", v.s());
+    case Type::N:
+      return fmt::format("{{N:{}}}", v.n().ToString());
+    case Type::B:
+      return fmt::format("{{B:<{} bytes>}}", v.b().size());
+    default:
+      return fmt::format("{{{}}}", TypeName(v.type()));
   }
 }
 

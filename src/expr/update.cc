@@ -18,8 +18,10 @@ namespace {
 
 constexpr std::string_view kMissingAttr =
     "The provided expression refers to an attribute that does not exist in the item";
-constexpr std::string_view kBadType = "An operand in the update expression has an incorrect data type";
-constexpr std::string_view kBadPath = "The document path provided in the update expression is invalid for update";
+constexpr std::string_view kBadType =
+    "An operand in the update expression has an incorrect data type";
+constexpr std::string_view kBadPath =
+    "The document path provided in the update expression is invalid for update";
 
 bool PathLess(const Path& a, const Path& b) {
   size_t n = std::min(a.size(), b.size());
@@ -119,7 +121,8 @@ Value* Parent(Item& item, const Path& p) {
   for (size_t i = 0; i + 1 < p.size(); ++i) {
     const PathElement& e = p[i];
     if (e.index >= 0) {
-      if (!cur || !cur->is(Type::L) || static_cast<size_t>(e.index) >= cur->l().size()) return nullptr;
+      if (!cur || !cur->is(Type::L) || static_cast<size_t>(e.index) >= cur->l().size())
+        return nullptr;
       cur = &cur->l()[e.index];
     } else {
       Item* m = i == 0 ? &item : (cur->is(Type::M) ? &cur->m() : nullptr);
@@ -200,7 +203,8 @@ void CheckOperand(const Operand& o, const ExpressionArgs& args, Usage* used) {
   CheckPathNames(Kind::kUpdate, o.path, args.names, used);
   for (const Operand& a : o.args) CheckOperand(a, args, used);
   if (o.k == Operand::kPlus || o.k == Operand::kMinus) {
-    for (const Operand& a : o.args) CheckConst(a, args, used, o.k == Operand::kPlus ? "+" : "-", false);
+    for (const Operand& a : o.args)
+      CheckConst(a, args, used, o.k == Operand::kPlus ? "+" : "-", false);
   } else if (o.k == Operand::kListAppend) {
     for (const Operand& a : o.args) CheckConst(a, args, used, "list_append", true);
   }
@@ -224,10 +228,10 @@ class UpdateImpl : public Update {
           const Value& v = args.values.find(a.value.value)->second;
           bool ok = v.is_set() || (a.k == UpdateAction::kAdd && v.is(Type::N));
           if (!ok) {
-            Fail(Kind::kUpdate, fmt::format("Incorrect operand type for operator or function; "
-                                            "operator: {}, operand type: {}",
-                                            a.k == UpdateAction::kAdd ? "ADD" : "DELETE",
-                                            TypeName(v.type())));
+            Fail(Kind::kUpdate,
+                 fmt::format("Incorrect operand type for operator or function; "
+                             "operator: {}, operand type: {}",
+                             a.k == UpdateAction::kAdd ? "ADD" : "DELETE", TypeName(v.type())));
           }
         }
         targets.push_back(ResolvePath(a.path, args.names));

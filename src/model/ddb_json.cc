@@ -50,9 +50,9 @@ absl::StatusOr<std::string> Decoder::DecodeString(const json& j, Type t, const s
 
 absl::StatusOr<Value> Decoder::Decode(const json& j, const std::string& path, int depth) {
   if (!j.is_object()) {
-    return Serialization(absl::StrCat("Expected an AttributeValue object, got ",
-                                      std::string(JsonTypeName(j))),
-                         path);
+    return Serialization(
+        absl::StrCat("Expected an AttributeValue object, got ", std::string(JsonTypeName(j))),
+        path);
   }
   if (j.empty()) {
     return Invalid(
@@ -98,20 +98,20 @@ absl::StatusOr<Value> Decoder::Decode(const json& j, const std::string& path, in
     }
     case Type::BOOL:
       if (!v.is_boolean()) {
-        return Serialization(absl::StrCat("Expected a JSON boolean for BOOL, got ",
-                                          std::string(JsonTypeName(v))),
-                             path);
+        return Serialization(
+            absl::StrCat("Expected a JSON boolean for BOOL, got ", std::string(JsonTypeName(v))),
+            path);
       }
       return Value::Bool(v.get<bool>());
     case Type::NUL:
       if (!v.is_boolean()) {
-        return Serialization(absl::StrCat("Expected a JSON boolean for NULL, got ",
-                                          std::string(JsonTypeName(v))),
-                             path);
+        return Serialization(
+            absl::StrCat("Expected a JSON boolean for NULL, got ", std::string(JsonTypeName(v))),
+            path);
       }
       if (!v.get<bool>()) {
-        return Invalid(absl::StrCat(kInvalid, "Null attribute value types must have the value of true"),
-                       path);
+        return Invalid(
+            absl::StrCat(kInvalid, "Null attribute value types must have the value of true"), path);
       }
       return Value::NullValue();
     case Type::M: {
@@ -123,9 +123,8 @@ absl::StatusOr<Value> Decoder::Decode(const json& j, const std::string& path, in
     case Type::L: {
       if (depth >= kMaxNesting) return Invalid(kNestingMessage, path);
       if (!v.is_array()) {
-        return Serialization(absl::StrCat("Expected a JSON array for L, got ",
-                                          std::string(JsonTypeName(v))),
-                             path);
+        return Serialization(
+            absl::StrCat("Expected a JSON array for L, got ", std::string(JsonTypeName(v))), path);
       }
       List l;
       l.reserve(v.size());
@@ -151,7 +150,7 @@ absl::StatusOr<Value> Decoder::DecodeSet(const json& j, Type t, const std::strin
                          path);
   }
   if (j.empty()) {
-    std::string_view what = t == Type::SS ? "An string set  may not be empty"
+    std::string_view what = t == Type::SS   ? "An string set  may not be empty"
                             : t == Type::NS ? "An number set  may not be empty"
                                             : "Binary sets should not be empty";
     return Invalid(absl::StrCat(kInvalid, std::string(what)), path);
@@ -303,8 +302,8 @@ absl::StatusOr<std::string> Base64Decode(std::string_view text) {
     return t;
   }();
   if (text.size() % 4 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Invalid base64: length ", text.size(), " is not a multiple of 4"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Invalid base64: length ", text.size(), " is not a multiple of 4"));
   }
   size_t pad = 0;
   if (!text.empty() && text.back() == '=') pad = text[text.size() - 2] == '=' ? 2 : 1;
@@ -317,8 +316,8 @@ absl::StatusOr<std::string> Base64Decode(std::string_view text) {
       bool is_pad = last && k >= 4 - pad;
       int8_t v = is_pad ? 0 : kValue[static_cast<uint8_t>(text[i + k])];
       if (v < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "Invalid base64: unexpected character at offset ", i + k));
+        return absl::InvalidArgumentError(
+            absl::StrCat("Invalid base64: unexpected character at offset ", i + k));
       }
       n = n << 6 | static_cast<uint32_t>(v);
     }

@@ -9,8 +9,8 @@ namespace outbox {
 namespace {
 
 absl::Status NotNumeric(std::string_view text) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "The parameter cannot be converted to a numeric value: ", std::string(text)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("The parameter cannot be converted to a numeric value: ", std::string(text)));
 }
 
 // Magnitude comparison of two nonzero decimals with canonical digits.
@@ -36,7 +36,8 @@ std::string AddDigits(const std::string& a, const std::string& b) {
   return r;
 }
 
-std::string SubDigits(const std::string& a, const std::string& b) {  // a >= b, same length alignment
+std::string SubDigits(const std::string& a,
+                      const std::string& b) {  // a >= b, same length alignment
   std::string r;
   int borrow = 0;
   int i = static_cast<int>(a.size()) - 1, j = static_cast<int>(b.size()) - 1;
@@ -70,12 +71,14 @@ absl::StatusOr<Decimal> Decimal::Make(bool neg, std::string digits, int64_t exp)
   }
   int64_t adjusted = exp + static_cast<int64_t>(digits.size()) - 1;
   if (adjusted > kMaxAdjustedExponent) {
-    return absl::InvalidArgumentError("Number overflow. Attempting to store a number with "
-                                      "magnitude larger than supported range");
+    return absl::InvalidArgumentError(
+        "Number overflow. Attempting to store a number with "
+        "magnitude larger than supported range");
   }
   if (adjusted < kMinAdjustedExponent) {
-    return absl::InvalidArgumentError("Number underflow. Attempting to store a number with "
-                                      "magnitude smaller than supported range");
+    return absl::InvalidArgumentError(
+        "Number underflow. Attempting to store a number with "
+        "magnitude smaller than supported range");
   }
   Decimal d;
   d.neg_ = neg;
@@ -166,8 +169,9 @@ absl::StatusOr<Decimal> Decimal::Add(const Decimal& o) const {
   int lo = std::min(exp_, o.exp_);
   int hi = std::max(adjusted_exponent(), o.adjusted_exponent());
   if (hi - lo > 320) {
-    return absl::InvalidArgumentError("Number overflow. Attempting to store a number with "
-                                      "magnitude larger than supported range");
+    return absl::InvalidArgumentError(
+        "Number overflow. Attempting to store a number with "
+        "magnitude larger than supported range");
   }
   std::string a = digits_ + std::string(static_cast<size_t>(exp_ - lo), '0');
   std::string b = o.digits_ + std::string(static_cast<size_t>(o.exp_ - lo), '0');

@@ -15,7 +15,8 @@ constexpr std::string_view kItemUrl = "outbox/ddb-item";
 absl::StatusCode CodeFor(std::string_view name) {
   using namespace ddb_error;
   if (name == kConditionalCheckFailed) return absl::StatusCode::kFailedPrecondition;
-  if (name == kTransactionCanceled || name == kTransactionConflict) return absl::StatusCode::kAborted;
+  if (name == kTransactionCanceled || name == kTransactionConflict)
+    return absl::StatusCode::kAborted;
   if (name == kResourceNotFound) return absl::StatusCode::kNotFound;
   if (name == kResourceInUse) return absl::StatusCode::kAlreadyExists;
   if (name == kThrottling || name == kProvisionedThroughputExceeded ||
@@ -52,8 +53,9 @@ absl::Status TransactionCanceledError(const std::vector<CancellationReason>& rea
   }
   absl::Status s = DdbError(
       ddb_error::kTransactionCanceled,
-      absl::StrCat("Transaction cancelled, please refer cancellation reasons for specific reasons [",
-                   absl::StrJoin(codes, ", "), "]"));
+      absl::StrCat(
+          "Transaction cancelled, please refer cancellation reasons for specific reasons [",
+          absl::StrJoin(codes, ", "), "]"));
   s.SetPayload(ToAbsl(kReasonsUrl), absl::Cord(arr.dump()));
   return s;
 }
@@ -61,15 +63,23 @@ absl::Status TransactionCanceledError(const std::vector<CancellationReason>& rea
 std::string DdbErrorName(const absl::Status& s) {
   if (auto p = s.GetPayload(ToAbsl(kTypeUrl))) return std::string(*p);
   switch (s.code()) {
-    case absl::StatusCode::kOk: return "";
-    case absl::StatusCode::kFailedPrecondition: return std::string(ddb_error::kConditionalCheckFailed);
-    case absl::StatusCode::kNotFound: return std::string(ddb_error::kResourceNotFound);
-    case absl::StatusCode::kAlreadyExists: return std::string(ddb_error::kResourceInUse);
-    case absl::StatusCode::kAborted: return std::string(ddb_error::kTransactionConflict);
+    case absl::StatusCode::kOk:
+      return "";
+    case absl::StatusCode::kFailedPrecondition:
+      return std::string(ddb_error::kConditionalCheckFailed);
+    case absl::StatusCode::kNotFound:
+      return std::string(ddb_error::kResourceNotFound);
+    case absl::StatusCode::kAlreadyExists:
+      return std::string(ddb_error::kResourceInUse);
+    case absl::StatusCode::kAborted:
+      return std::string(ddb_error::kTransactionConflict);
     case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kResourceExhausted: return std::string(ddb_error::kThrottling);
-    case absl::StatusCode::kInvalidArgument: return std::string(ddb_error::kValidation);
-    default: return std::string(ddb_error::kInternalServerError);
+    case absl::StatusCode::kResourceExhausted:
+      return std::string(ddb_error::kThrottling);
+    case absl::StatusCode::kInvalidArgument:
+      return std::string(ddb_error::kValidation);
+    default:
+      return std::string(ddb_error::kInternalServerError);
   }
 }
 
@@ -101,7 +111,8 @@ std::optional<Item> ConditionFailedItem(const absl::Status& s) {
 }
 
 bool IsRetryable(const absl::Status& s) {
-  if (s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kResourceExhausted ||
+  if (s.code() == absl::StatusCode::kUnavailable ||
+      s.code() == absl::StatusCode::kResourceExhausted ||
       s.code() == absl::StatusCode::kDeadlineExceeded) {
     return true;
   }

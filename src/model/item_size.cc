@@ -36,7 +36,8 @@ int64_t ValueSize(const Value& v) {
       return 1;
     case Type::M: {
       int64_t size = 3;
-      for (const auto& [name, e] : v.m()) size += 1 + static_cast<int64_t>(name.size()) + ValueSize(e);
+      for (const auto& [name, e] : v.m())
+        size += 1 + static_cast<int64_t>(name.size()) + ValueSize(e);
       return size;
     }
     case Type::L: {

@@ -101,7 +101,8 @@ class Builder {
   }
   bool Open(bool is_map) {
     std::string path = NextPath();
-    if (stack_.size() >= static_cast<size_t>(kMaxNesting)) return Fail(Invalid(kNestingMessage, path));
+    if (stack_.size() >= static_cast<size_t>(kMaxNesting))
+      return Fail(Invalid(kNestingMessage, path));
     stack_.push_back(Frame{is_map, std::move(path), {}, {}, {}});
     return true;
   }

@@ -4,7 +4,8 @@
 
 namespace outbox {
 namespace {
-constexpr std::string_view kTypeNames[] = {"S", "N", "B", "BOOL", "NULL", "M", "L", "SS", "NS", "BS"};
+constexpr std::string_view kTypeNames[] = {"S", "N", "B",  "BOOL", "NULL",
+                                           "M", "L", "SS", "NS",   "BS"};
 }  // namespace
 
 std::string_view TypeName(Type t) { return kTypeNames[static_cast<int>(t)]; }

@@ -173,9 +173,10 @@ absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
         ++res.skipped;
       } else {
         return absl::Status(
-            s.code(), ToAbsl(fmt::format("redrive stopped at {}: {}; letters already reset are REDRIVING "
-                                          "and the next redrive re-enqueues them",
-                                          d.id, std::string(s.message()))));
+            s.code(),
+            ToAbsl(fmt::format("redrive stopped at {}: {}; letters already reset are REDRIVING "
+                               "and the next redrive re-enqueues them",
+                               d.id, std::string(s.message()))));
       }
     }
     if (item.action == "redriven" || item.action == "would_redrive" || item.action == "resumed") {
@@ -216,8 +217,10 @@ absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
       u.args.names = {{"#state", "state"}};
       u.args.values = {{":redriven", Value::S("REDRIVEN")}, {":redriving", Value::S("REDRIVING")}};
       if (auto r = m.store->UpdateItem(u); !r.ok()) {
-        spdlog::warn("ops: redrive: {} re-enqueued but still REDRIVING ({}); a later redrive re-enqueues it again",
-                     d.id, std::string(r.status().message()));
+        spdlog::warn(
+            "ops: redrive: {} re-enqueued but still REDRIVING ({}); a later redrive re-enqueues it "
+            "again",
+            d.id, std::string(r.status().message()));
       }
     }
   };

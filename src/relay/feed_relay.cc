@@ -5,9 +5,9 @@
 #include "outbox/envelope_codec.h"
 #include "outbox/relay.h"
 #include "queue/sqlite/sqlite_queue.h"
+#include "relay/common.h"
 #include "relay/forward.h"
 #include "relay/message.h"
-#include "relay/common.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
 #include "store/sqlite/sqlite_store.h"
@@ -292,8 +292,9 @@ void ChangeFeedRelay::Start() {
     relay_internal::RunUntilStopped(
         stop_, "relay " + impl_->o.name, [this] { return RunOnce(); },
         [this] {
-          impl_->store->change_feed()->WaitForChanges(impl_->o.events_table, impl_->checkpoint,
-                                                      std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
+          impl_->store->change_feed()->WaitForChanges(
+              impl_->o.events_table, impl_->checkpoint,
+              std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
         });
   });
 }

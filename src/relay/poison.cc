@@ -2,8 +2,9 @@
 
 namespace outbox::relay_internal {
 
-Item PoisonRow(std::string_view relay, const std::string& sequence_number, int64_t n, const Item& keys,
-               const std::string& reason, const std::string& raw, int64_t now_ms) {
+Item PoisonRow(std::string_view relay, const std::string& sequence_number, int64_t n,
+               const Item& keys, const std::string& reason, const std::string& raw,
+               int64_t now_ms) {
   return Item{{"pk", Value::S(std::string(kPoisonPk))},
               {"sk", Value::S(sequence_number + "#" + std::to_string(n))},
               {"keys", Value::M(keys)},
@@ -13,7 +14,9 @@ Item PoisonRow(std::string_view relay, const std::string& sequence_number, int64
               {"at", Value::N(now_ms)}};
 }
 
-absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(Store* store, const std::string& state_table, int limit) {
+absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(Store* store,
+                                                          const std::string& state_table,
+                                                          int limit) {
   QueryRequest q;
   q.table = state_table;
   q.key_condition = "pk = :p";
@@ -27,9 +30,11 @@ absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(Store* store, const st
     std::string sk = it.at("sk").s();
     p.sequence_number = sk.substr(0, sk.find('#'));
     if (auto k = it.find("keys"); k != it.end() && k->second.is(Type::M)) p.keys = k->second.m();
-    if (auto k = it.find("reason"); k != it.end() && k->second.is(Type::S)) p.reason = k->second.s();
+    if (auto k = it.find("reason"); k != it.end() && k->second.is(Type::S))
+      p.reason = k->second.s();
     if (auto k = it.find("raw"); k != it.end() && k->second.is(Type::S)) p.raw = k->second.s();
-    if (auto k = it.find("at"); k != it.end() && k->second.is(Type::N)) (void)k->second.n().ToInt64(&p.at_ms);
+    if (auto k = it.find("at"); k != it.end() && k->second.is(Type::N))
+      (void)k->second.n().ToInt64(&p.at_ms);
     out.push_back(std::move(p));
   }
   return out;
@@ -40,7 +45,8 @@ absl::Status EnsureStateTable(Store* store, const std::string& state_table) {
   spec.name = state_table;
   spec.hash_key = {"pk", Type::S};
   spec.range_key = KeyAttribute{"sk", Type::S};
-  if (auto s = store->CreateTable(spec); !s.ok() && DdbErrorName(s) != ddb_error::kResourceInUse) return s;
+  if (auto s = store->CreateTable(spec); !s.ok() && DdbErrorName(s) != ddb_error::kResourceInUse)
+    return s;
   return absl::OkStatus();
 }
 

@@ -18,11 +18,13 @@ namespace outbox::relay_internal {
 inline constexpr std::string_view kPoisonPk = "RELAY_POISON";
 
 // The poison row; `n` makes the sort key unique within one commit.
-Item PoisonRow(std::string_view relay, const std::string& sequence_number, int64_t n, const Item& keys,
-               const std::string& reason, const std::string& raw, int64_t now_ms);
+Item PoisonRow(std::string_view relay, const std::string& sequence_number, int64_t n,
+               const Item& keys, const std::string& reason, const std::string& raw, int64_t now_ms);
 
 // Poison records of every relay sharing `state_table`, oldest change first.
-absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(Store* store, const std::string& state_table, int limit);
+absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(Store* store,
+                                                          const std::string& state_table,
+                                                          int limit);
 
 // Creates the relay state table (pk S, sk S) when absent.
 absl::Status EnsureStateTable(Store* store, const std::string& state_table);

@@ -7,8 +7,8 @@
 #include "outbox/ddb_json.h"
 #include "outbox/relay.h"
 #include "queue/sqlite/sqlite_queue.h"
-#include "relay/forward.h"
 #include "relay/common.h"
+#include "relay/forward.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
 #include "store/sqlite/sqlite_store.h"
@@ -140,7 +140,8 @@ absl::StatusOr<std::unique_ptr<RecordChangeRelay>> RecordChangeRelay::Open(
   }
   if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok())
     return s;
-  auto attrs = relay_internal::EnsureQueue(queue, options.queue, /*fifo=*/false, "record_relay.queue");
+  auto attrs =
+      relay_internal::EnsureQueue(queue, options.queue, /*fifo=*/false, "record_relay.queue");
   if (!attrs.ok()) return attrs.status();
   std::unique_ptr<RecordChangeRelay> r(
       new RecordChangeRelay(store, queue, clock, std::move(options)));
@@ -219,8 +220,8 @@ void RecordChangeRelay::Start() {
         [this] {
           // Several tables: wait on the first, bounded, so the others are polled too.
           const std::string& t = impl_->o.tables.front();
-          impl_->store->change_feed()->WaitForChanges(t, impl_->checkpoint[t],
-                                                      std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
+          impl_->store->change_feed()->WaitForChanges(
+              t, impl_->checkpoint[t], std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
         });
   });
 }

@@ -1,10 +1,11 @@
 // Catalog and its exports.
+#include "outbox/catalog.h"
+
 #include <map>
 #include <set>
 #include <string>
 
 #include "fmt/format.h"
-#include "outbox/catalog.h"
 #include "routing/glob.h"
 #include "util/absl_compat.h"
 
@@ -13,7 +14,8 @@ namespace outbox {
 absl::Status Catalog::Declare(EventTypeDecl decl) {
   if (decl.type.empty()) return absl::InvalidArgumentError("event type must not be empty");
   if (index_.count(decl.type)) {
-    return absl::AlreadyExistsError(ToAbsl(fmt::format("event type \"{}\" declared twice", decl.type)));
+    return absl::AlreadyExistsError(
+        ToAbsl(fmt::format("event type \"{}\" declared twice", decl.type)));
   }
   index_.emplace(decl.type, types_.size());
   types_.push_back(std::move(decl));
@@ -64,7 +66,9 @@ nlohmann::json ExportCatalogJson(const Catalog& catalog, const std::vector<Subsc
   }
   json prod = json::object();
   for (auto& [k, v] : producers) prod[k] = std::move(v);
-  return {{"event_types", std::move(types)}, {"producers", std::move(prod)}, {"subscriptions", std::move(sub_list)}};
+  return {{"event_types", std::move(types)},
+          {"producers", std::move(prod)},
+          {"subscriptions", std::move(sub_list)}};
 }
 
 namespace {
@@ -72,9 +76,12 @@ namespace {
 std::string Cell(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
   }
   return out.empty() ? "—" : out;
 }
@@ -101,14 +108,16 @@ std::string ExportCatalogMarkdown(const Catalog& catalog, const std::vector<Subs
     for (const std::string& t : types) list += (list.empty() ? "`" : ", `") + t + "`";
     out += fmt::format("| {} | {} |\n", Cell(p), list);
   }
-  out += "\n## Subscriptions\n\n| name | glob | lane | pattern | max attempts | types |\n"
-         "|---|---|---|---|---|---|\n";
+  out +=
+      "\n## Subscriptions\n\n| name | glob | lane | pattern | max attempts | types |\n"
+      "|---|---|---|---|---|---|\n";
   for (const Subscription& s : subs) {
     std::string list;
-    for (const std::string& t : TypesReached(catalog, s)) list += (list.empty() ? "`" : ", `") + t + "`";
-    out += fmt::format("| `{}` | `{}` | {} | {} | {} | {} |\n", Cell(s.name), s.glob, LaneName(s.lane),
-                       s.pattern ? "`" + Cell(*s.pattern) + "`" : "—", s.options.max_attempts,
-                       list.empty() ? "**none**" : list);
+    for (const std::string& t : TypesReached(catalog, s))
+      list += (list.empty() ? "`" : ", `") + t + "`";
+    out += fmt::format("| `{}` | `{}` | {} | {} | {} | {} |\n", Cell(s.name), s.glob,
+                       LaneName(s.lane), s.pattern ? "`" + Cell(*s.pattern) + "`" : "—",
+                       s.options.max_attempts, list.empty() ? "**none**" : list);
   }
   return out;
 }

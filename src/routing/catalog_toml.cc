@@ -39,13 +39,20 @@ class Loader {
 
 std::string_view TypeName(const toml::node& v) {
   switch (v.type()) {
-    case toml::node_type::string: return "string";
-    case toml::node_type::integer: return "integer";
-    case toml::node_type::floating_point: return "float";
-    case toml::node_type::boolean: return "boolean";
-    case toml::node_type::table: return "table";
-    case toml::node_type::array: return "array";
-    default: return "date/time";
+    case toml::node_type::string:
+      return "string";
+    case toml::node_type::integer:
+      return "integer";
+    case toml::node_type::floating_point:
+      return "float";
+    case toml::node_type::boolean:
+      return "boolean";
+    case toml::node_type::table:
+      return "table";
+    case toml::node_type::array:
+      return "array";
+    default:
+      return "date/time";
   }
 }
 
@@ -55,12 +62,14 @@ absl::Status Loader::Entries(const toml::table& root, std::string_view name,
   if (n == nullptr) return absl::OkStatus();
   const toml::array* arr = n->as_array();
   if (arr == nullptr) {
-    return Error(*n, std::string(name), fmt::format("must be an array of tables ([[{}]]), got {}", name, TypeName(*n)));
+    return Error(*n, std::string(name),
+                 fmt::format("must be an array of tables ([[{}]]), got {}", name, TypeName(*n)));
   }
   for (size_t i = 0; i < arr->size(); ++i) {
     const std::string where = fmt::format("{}[{}]", name, i);
     const toml::table* t = (*arr)[i].as_table();
-    if (t == nullptr) return Error((*arr)[i], where, fmt::format("must be a table, got {}", TypeName((*arr)[i])));
+    if (t == nullptr)
+      return Error((*arr)[i], where, fmt::format("must be a table, got {}", TypeName((*arr)[i])));
     out->emplace_back(t, where);
   }
   return absl::OkStatus();
@@ -72,24 +81,33 @@ absl::Status Loader::String(const toml::node& v, const std::string& key, std::st
   return absl::OkStatus();
 }
 
-absl::Status Loader::Seconds(const toml::node& v, const std::string& key, absl::Duration* out) const {
+absl::Status Loader::Seconds(const toml::node& v, const std::string& key,
+                             absl::Duration* out) const {
   double s = 0;
-  if (v.is_integer()) s = static_cast<double>(*v.value<int64_t>());
-  else if (v.is_floating_point()) s = *v.value<double>();
-  else return Error(v, key, fmt::format("must be a number of seconds, got {}", TypeName(v)));
+  if (v.is_integer())
+    s = static_cast<double>(*v.value<int64_t>());
+  else if (v.is_floating_point())
+    s = *v.value<double>();
+  else
+    return Error(v, key, fmt::format("must be a number of seconds, got {}", TypeName(v)));
   if (!(s > 0)) return Error(v, key, fmt::format("must be positive, got {}", s));
   *out = absl::Milliseconds(static_cast<int64_t>(s * 1000));
   return absl::OkStatus();
 }
 
-absl::Status Loader::EventType(const toml::table& t, const std::string& where, EventTypeDecl* out) const {
+absl::Status Loader::EventType(const toml::table& t, const std::string& where,
+                               EventTypeDecl* out) const {
   for (auto&& [k, v] : t) {
     const std::string key = where + "." + std::string(k.str());
     absl::Status s;
-    if (k.str() == "type") s = String(v, key, &out->type);
-    else if (k.str() == "producer") s = String(v, key, &out->producer);
-    else if (k.str() == "description") s = String(v, key, &out->description);
-    else s = Error(v, key, "unknown key; expected one of type, producer, description");
+    if (k.str() == "type")
+      s = String(v, key, &out->type);
+    else if (k.str() == "producer")
+      s = String(v, key, &out->producer);
+    else if (k.str() == "description")
+      s = String(v, key, &out->description);
+    else
+      s = Error(v, key, "unknown key; expected one of type, producer, description");
     if (!s.ok()) return s;
   }
   if (out->type.empty()) return Error(t, where + ".type", "required (a non-empty event type)");
@@ -112,7 +130,9 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
       std::string lane;
       s = String(v, key, &lane);
       if (s.ok() && !ParseLane(lane, &out->lane)) {
-        s = Error(v, key, fmt::format("must be one of INLINE, LOCAL, DURABLE, BEST_EFFORT, got \"{}\"", lane));
+        s = Error(
+            v, key,
+            fmt::format("must be one of INLINE, LOCAL, DURABLE, BEST_EFFORT, got \"{}\"", lane));
       }
       has_lane = true;
     } else if (k.str() == "pattern") {
@@ -134,13 +154,17 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
     } else if (k.str() == "handler") {
       s = String(v, key, &delivery->handler);
       if (s.ok() && delivery->handler != "log") {
-        s = Error(v, key, fmt::format("unknown built-in handler \"{}\"; expected \"log\"", delivery->handler));
+        s = Error(
+            v, key,
+            fmt::format("unknown built-in handler \"{}\"; expected \"log\"", delivery->handler));
       }
     } else if (k.str() == "webhook") {
       s = String(v, key, &delivery->webhook_url);
       if (s.ok() && delivery->webhook_url.rfind("http://", 0) != 0 &&
           delivery->webhook_url.rfind("https://", 0) != 0) {
-        s = Error(v, key, fmt::format("must be an http:// or https:// URL, got \"{}\"", delivery->webhook_url));
+        s = Error(
+            v, key,
+            fmt::format("must be an http:// or https:// URL, got \"{}\"", delivery->webhook_url));
       }
     } else if (k.str() == "secret") {
       s = String(v, key, &delivery->webhook_secret);
@@ -165,21 +189,25 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
         delivery->concurrency = static_cast<int>(n);
       }
     } else {
-      s = Error(v, key,
-                "unknown key; expected one of name, glob, lane, pattern, max_attempts, lease_seconds, "
-                "handler_timeout_seconds, handler, webhook, secret, secret_env, webhook_timeout_seconds, "
-                "concurrency");
+      s = Error(
+          v, key,
+          "unknown key; expected one of name, glob, lane, pattern, max_attempts, lease_seconds, "
+          "handler_timeout_seconds, handler, webhook, secret, secret_env, webhook_timeout_seconds, "
+          "concurrency");
     }
     if (!s.ok()) return s;
   }
   if (out->name.empty()) return Error(t, where + ".name", "required (a unique non-empty name)");
   if (out->glob.empty()) return Error(t, where + ".glob", "required (an event type or glob)");
-  if (!has_lane) return Error(t, where + ".lane", "required: one of INLINE, LOCAL, DURABLE, BEST_EFFORT");
+  if (!has_lane)
+    return Error(t, where + ".lane", "required: one of INLINE, LOCAL, DURABLE, BEST_EFFORT");
   if (!delivery->webhook_url.empty() && !delivery->handler.empty()) {
-    return Error(t, where + ".handler", "a subscription has either a webhook or a built-in handler, not both");
+    return Error(t, where + ".handler",
+                 "a subscription has either a webhook or a built-in handler, not both");
   }
   if (!delivery->webhook_url.empty() && delivery->webhook_secret.empty()) {
-    return Error(t, where + ".secret", "required with webhook (the HMAC-SHA256 key; or secret_env)");
+    return Error(t, where + ".secret",
+                 "required with webhook (the HMAC-SHA256 key; or secret_env)");
   }
   if (delivery->webhook_url.empty() && !delivery->webhook_secret.empty()) {
     return Error(t, where + ".webhook", "required with secret");
@@ -197,9 +225,11 @@ absl::Status Loader::Load(const toml::table& root, CatalogConfig* out) {
     if (auto s = EventType(*t, where, &d); !s.ok()) return s;
     const int64_t line = t->source().begin.line;
     if (auto [it, fresh] = first_line.emplace(d.type, line); !fresh) {
-      return Error(*t, where + ".type", fmt::format("\"{}\" is already declared at line {}", d.type, it->second));
+      return Error(*t, where + ".type",
+                   fmt::format("\"{}\" is already declared at line {}", d.type, it->second));
     }
-    if (auto s = out->catalog.Declare(std::move(d)); !s.ok()) return Error(*t, where, ToStd(s.message()));
+    if (auto s = out->catalog.Declare(std::move(d)); !s.ok())
+      return Error(*t, where, ToStd(s.message()));
   }
   for (const auto& [t, where] : subs) {
     Subscription sub;
@@ -213,7 +243,8 @@ absl::Status Loader::Load(const toml::table& root, CatalogConfig* out) {
 
 }  // namespace
 
-absl::StatusOr<CatalogConfig> ParseCatalogToml(std::string_view text, std::string_view source_name) {
+absl::StatusOr<CatalogConfig> ParseCatalogToml(std::string_view text,
+                                               std::string_view source_name) {
   toml::table root;
   try {
     root = toml::parse(text, source_name);

@@ -18,7 +18,8 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      cur[j] =
+          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
     }
     std::swap(prev, cur);
   }
@@ -40,7 +41,8 @@ std::string Suggestion(const Catalog& catalog, std::string_view name) {
 bool IsRowGlob(std::string_view glob) { return glob.substr(0, 4) == "row."; }
 
 std::string Describe(const Subscription& s) {
-  return fmt::format("subscription \"{}\" (glob \"{}\", lane {})", s.name, s.glob, LaneName(s.lane));
+  return fmt::format("subscription \"{}\" (glob \"{}\", lane {})", s.name, s.glob,
+                     LaneName(s.lane));
 }
 
 void Add(std::vector<ContractViolation>* out, std::string_view code, std::string message) {
@@ -53,15 +55,17 @@ void CheckTypes(const Catalog& catalog, const std::vector<std::string>& emitted,
   for (const std::string& t : emitted) {
     if (catalog.Find(t) != nullptr || !reported.insert(t).second) continue;
     Add(out, contract_code::kUndeclaredType,
-        fmt::format("event type \"{}\" is emitted but not declared; expected an [[event_types]] entry "
-                    "with type = \"{}\" and its producer{}",
-                    t, t, Suggestion(catalog, t)));
+        fmt::format(
+            "event type \"{}\" is emitted but not declared; expected an [[event_types]] entry "
+            "with type = \"{}\" and its producer{}",
+            t, t, Suggestion(catalog, t)));
   }
   for (const EventTypeDecl& d : catalog.List()) {
     if (!d.producer.empty()) continue;
     Add(out, contract_code::kMissingProducer,
-        fmt::format("event type \"{}\" has no producer; expected producer = \"<service that emits it>\"",
-                    d.type));
+        fmt::format(
+            "event type \"{}\" has no producer; expected producer = \"<service that emits it>\"",
+            d.type));
   }
 }
 
@@ -91,26 +95,30 @@ void CheckSubscription(const Catalog& catalog, const Subscription& s,
   }
   if (!row && s.lane == Lane::kBestEffort) {
     Add(out, contract_code::kDomainOnBestEffort,
-        fmt::format("{}: only row.* subscriptions may use lane BEST_EFFORT; expected a glob starting "
-                    "with \"row.\" or another lane (domain events never reach BEST_EFFORT)",
-                    Describe(s)));
+        fmt::format(
+            "{}: only row.* subscriptions may use lane BEST_EFFORT; expected a glob starting "
+            "with \"row.\" or another lane (domain events never reach BEST_EFFORT)",
+            Describe(s)));
   }
   if (s.pattern) {
     auto p = EventPattern::Parse(*s.pattern);
     if (!p.ok()) {
       Add(out, contract_code::kInvalidPattern,
-          fmt::format("{}: invalid pattern {}: {}", Describe(s), *s.pattern, std::string(p.status().message())));
+          fmt::format("{}: invalid pattern {}: {}", Describe(s), *s.pattern,
+                      std::string(p.status().message())));
     }
   }
   if (s.options.max_attempts < 1) {
     Add(out, contract_code::kInvalidSubscription,
-        fmt::format("{}: max_attempts is {}; expected at least 1", Describe(s), s.options.max_attempts));
+        fmt::format("{}: max_attempts is {}; expected at least 1", Describe(s),
+                    s.options.max_attempts));
   }
   if (s.options.handler_timeout >= s.options.lease) {
     Add(out, contract_code::kInvalidSubscription,
-        fmt::format("{}: handler timeout {} is not shorter than the lease {}; expected timeout < lease",
-                    Describe(s), absl::FormatDuration(s.options.handler_timeout),
-                    absl::FormatDuration(s.options.lease)));
+        fmt::format(
+            "{}: handler timeout {} is not shorter than the lease {}; expected timeout < lease",
+            Describe(s), absl::FormatDuration(s.options.handler_timeout),
+            absl::FormatDuration(s.options.lease)));
   }
 }
 
@@ -130,7 +138,8 @@ std::vector<ContractViolation> CheckContract(const Catalog& catalog,
     if (list.size() < 2) continue;
     std::string where;
     for (const Subscription* s : list) {
-      where += fmt::format("{}glob \"{}\" on {}", where.empty() ? "" : "; ", s->glob, LaneName(s->lane));
+      where +=
+          fmt::format("{}glob \"{}\" on {}", where.empty() ? "" : "; ", s->glob, LaneName(s->lane));
     }
     Add(&out, contract_code::kDuplicateName,
         fmt::format("subscription name \"{}\" is used {} times ({}); expected unique names", name,

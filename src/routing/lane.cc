@@ -13,10 +13,14 @@ constexpr std::string_view kTerminalPayload = "outbox.dev/terminal";
 
 std::string_view LaneName(Lane lane) {
   switch (lane) {
-    case Lane::kInline: return "INLINE";
-    case Lane::kLocal: return "LOCAL";
-    case Lane::kDurable: return "DURABLE";
-    case Lane::kBestEffort: return "BEST_EFFORT";
+    case Lane::kInline:
+      return "INLINE";
+    case Lane::kLocal:
+      return "LOCAL";
+    case Lane::kDurable:
+      return "DURABLE";
+    case Lane::kBestEffort:
+      return "BEST_EFFORT";
   }
   return "UNKNOWN";
 }

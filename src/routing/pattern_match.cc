@@ -31,8 +31,10 @@ bool EndsWith(std::string_view s, std::string_view p) {
 
 void CollectObjects(const json& arr, std::vector<const json*>* out) {
   for (const json& e : arr) {
-    if (e.is_object()) out->push_back(&e);
-    else if (e.is_array()) CollectObjects(e, out);
+    if (e.is_object())
+      out->push_back(&e);
+    else if (e.is_array())
+      CollectObjects(e, out);
   }
 }
 
@@ -81,7 +83,8 @@ bool MatchNode(const Node& n, const json* obj) {
     if (f.sub ? !MatchSub(*f.sub, v) : !MatchLeaf(f.matchers, v)) return false;
   }
   for (const auto& group : n.ors) {
-    if (std::none_of(group.begin(), group.end(), [&](const Node& alt) { return MatchNode(alt, obj); })) {
+    if (std::none_of(group.begin(), group.end(),
+                     [&](const Node& alt) { return MatchNode(alt, obj); })) {
       return false;
     }
   }
@@ -106,8 +109,10 @@ void MergeInto(json* slot, json v) {
   if (slot->is_object() && v.is_object()) {
     for (auto& [k, e] : v.items()) {
       auto it = slot->find(k);
-      if (it == slot->end()) (*slot)[k] = std::move(e);
-      else MergeInto(&*it, std::move(e));
+      if (it == slot->end())
+        (*slot)[k] = std::move(e);
+      else
+        MergeInto(&*it, std::move(e));
     }
   } else {
     json list = slot->is_array() ? std::move(*slot) : json::array({std::move(*slot)});
@@ -138,8 +143,10 @@ json Normalize(const json& j) {
     parts.push_back(k.substr(start));
     for (size_t i = parts.size(); i-- > 1;) value = json{{parts[i], std::move(value)}};
     auto it = out.find(parts[0]);
-    if (it == out.end()) out[parts[0]] = std::move(value);
-    else MergeInto(&*it, std::move(value));
+    if (it == out.end())
+      out[parts[0]] = std::move(value);
+    else
+      MergeInto(&*it, std::move(value));
   }
   return out;
 }
@@ -176,10 +183,14 @@ bool Cidr::Matches(std::string_view ip) const {
 
 bool Matcher::MatchesValue(const json& v) const {
   switch (kind) {
-    case Kind::kString: return v.is_string() && v.get_ref<const std::string&>() == str;
-    case Kind::kNumber: return v.is_number() && v.get<double>() == num;
-    case Kind::kBool: return v.is_boolean() && v.get<bool>() == flag;
-    case Kind::kNull: return v.is_null();
+    case Kind::kString:
+      return v.is_string() && v.get_ref<const std::string&>() == str;
+    case Kind::kNumber:
+      return v.is_number() && v.get<double>() == num;
+    case Kind::kBool:
+      return v.is_boolean() && v.get<bool>() == flag;
+    case Kind::kNull:
+      return v.is_null();
     case Kind::kPrefix:
     case Kind::kSuffix: {
       if (!v.is_string()) return false;
@@ -190,8 +201,10 @@ bool Matcher::MatchesValue(const json& v) const {
     }
     case Kind::kEqualsIgnoreCase:
       return v.is_string() && AsciiLower(v.get_ref<const std::string&>()) == str;
-    case Kind::kWildcard: return v.is_string() && wildcard.Matches(v.get_ref<const std::string&>());
-    case Kind::kCidr: return v.is_string() && cidr.Matches(v.get_ref<const std::string&>());
+    case Kind::kWildcard:
+      return v.is_string() && wildcard.Matches(v.get_ref<const std::string&>());
+    case Kind::kCidr:
+      return v.is_string() && cidr.Matches(v.get_ref<const std::string&>());
     case Kind::kNumeric: {
       if (!v.is_number()) return false;
       const double d = v.get<double>();
@@ -199,22 +212,29 @@ bool Matcher::MatchesValue(const json& v) const {
       if (has_hi && (hi_incl ? d > hi : d >= hi)) return false;
       return true;
     }
-    case Kind::kExists: return false;  // decided per field in MatchLeaf
+    case Kind::kExists:
+      return false;  // decided per field in MatchLeaf
     case Kind::kAnythingBut: {
       if (v.is_number()) {
-        return excl != Excl::kValues || std::find(nums.begin(), nums.end(), v.get<double>()) == nums.end();
+        return excl != Excl::kValues ||
+               std::find(nums.begin(), nums.end(), v.get<double>()) == nums.end();
       }
       if (!v.is_string()) return true;
       const std::string& s = v.get_ref<const std::string&>();
       switch (excl) {
-        case Excl::kValues: return std::find(strs.begin(), strs.end(), s) == strs.end();
-        case Excl::kIgnoreCase: return std::find(strs.begin(), strs.end(), AsciiLower(s)) == strs.end();
+        case Excl::kValues:
+          return std::find(strs.begin(), strs.end(), s) == strs.end();
+        case Excl::kIgnoreCase:
+          return std::find(strs.begin(), strs.end(), AsciiLower(s)) == strs.end();
         case Excl::kPrefix:
-          return std::none_of(strs.begin(), strs.end(), [&](const std::string& p) { return StartsWith(s, p); });
+          return std::none_of(strs.begin(), strs.end(),
+                              [&](const std::string& p) { return StartsWith(s, p); });
         case Excl::kSuffix:
-          return std::none_of(strs.begin(), strs.end(), [&](const std::string& p) { return EndsWith(s, p); });
+          return std::none_of(strs.begin(), strs.end(),
+                              [&](const std::string& p) { return EndsWith(s, p); });
         case Excl::kWildcard:
-          return std::none_of(wildcards.begin(), wildcards.end(), [&](const Wildcard& w) { return w.Matches(s); });
+          return std::none_of(wildcards.begin(), wildcards.end(),
+                              [&](const Wildcard& w) { return w.Matches(s); });
       }
       return true;
     }

@@ -30,26 +30,35 @@ struct Cidr {
 // One element of a leaf's matcher array.
 struct Matcher {
   enum class Kind {
-    kString, kNumber, kBool, kNull,   // exact values
-    kPrefix, kSuffix, kEqualsIgnoreCase, kWildcard, kCidr, kNumeric, kExists,
+    kString,
+    kNumber,
+    kBool,
+    kNull,  // exact values
+    kPrefix,
+    kSuffix,
+    kEqualsIgnoreCase,
+    kWildcard,
+    kCidr,
+    kNumeric,
+    kExists,
     kAnythingBut,
   };
   // What an anything-but excludes.
   enum class Excl { kValues, kPrefix, kSuffix, kWildcard, kIgnoreCase };
 
   Kind kind = Kind::kNull;
-  std::string str;           // kString, kPrefix, kSuffix, kEqualsIgnoreCase
-  double num = 0;            // kNumber
-  bool flag = false;         // kBool value; kExists wanted; kPrefix/kSuffix ignore case
-  Wildcard wildcard;         // kWildcard
-  Cidr cidr;                 // kCidr
+  std::string str;    // kString, kPrefix, kSuffix, kEqualsIgnoreCase
+  double num = 0;     // kNumber
+  bool flag = false;  // kBool value; kExists wanted; kPrefix/kSuffix ignore case
+  Wildcard wildcard;  // kWildcard
+  Cidr cidr;          // kCidr
   // kNumeric: a range; "=" is lo == hi, both inclusive.
   bool has_lo = false, lo_incl = false, has_hi = false, hi_incl = false;
   double lo = 0, hi = 0;
   // kAnythingBut
   Excl excl = Excl::kValues;
-  std::vector<std::string> strs;      // values, prefixes, suffixes, lower-cased values
-  std::vector<double> nums;           // numeric values excluded
+  std::vector<std::string> strs;  // values, prefixes, suffixes, lower-cased values
+  std::vector<double> nums;       // numeric values excluded
   std::vector<Wildcard> wildcards;
 
   // Whether this matcher accepts one leaf value of the event (REQUIRES: not kExists).
@@ -61,13 +70,13 @@ struct Node;
 // A pattern field: either a nested sub-pattern or a leaf (array of matchers).
 struct Field {
   std::string key;
-  std::unique_ptr<Node> sub;        // set for nested objects
-  std::vector<Matcher> matchers;    // set for leaves (OR)
+  std::unique_ptr<Node> sub;      // set for nested objects
+  std::vector<Matcher> matchers;  // set for leaves (OR)
 };
 
 struct Node {
-  std::vector<Field> fields;                 // all must match (AND)
-  std::vector<std::vector<Node>> ors;        // each `$or`: one alternative must match
+  std::vector<Field> fields;           // all must match (AND)
+  std::vector<std::vector<Node>> ors;  // each `$or`: one alternative must match
 };
 
 std::string AsciiLower(std::string_view s);

@@ -92,7 +92,8 @@ bool Parser::Merge(json* into, const json& from, const std::string& path) {
 }
 
 bool Parser::ParseNode(const json& obj, const std::string& path, int depth, Node* out) {
-  if (depth > kMaxDepth) return Fail(path, fmt::format("pattern nested deeper than {} levels", kMaxDepth));
+  if (depth > kMaxDepth)
+    return Fail(path, fmt::format("pattern nested deeper than {} levels", kMaxDepth));
   json norm;
   if (!Normalize(obj, path, &norm)) return false;
   for (const auto& [key, value] : norm.items()) {
@@ -128,8 +129,9 @@ bool Parser::ParseOr(const json& v, const std::string& path, int depth, Node* ou
     }
     for (const auto& [k, _] : alt.items()) {
       if (IsOperatorName(k)) {
-        return Fail(or_path,
-                    fmt::format("$or alternatives must be patterns, not a \"{}\" match expression", k));
+        return Fail(
+            or_path,
+            fmt::format("$or alternatives must be patterns, not a \"{}\" match expression", k));
       }
     }
     Node n;
@@ -152,10 +154,25 @@ bool Parser::ParseLeaf(const json& arr, const std::string& path, Field* out) {
 
 bool Parser::ParseMatcher(const json& m, const std::string& path, Matcher* out) {
   using K = Matcher::Kind;
-  if (m.is_string()) { out->kind = K::kString; out->str = m.get<std::string>(); return true; }
-  if (m.is_number()) { out->kind = K::kNumber; out->num = m.get<double>(); return true; }
-  if (m.is_boolean()) { out->kind = K::kBool; out->flag = m.get<bool>(); return true; }
-  if (m.is_null()) { out->kind = K::kNull; return true; }
+  if (m.is_string()) {
+    out->kind = K::kString;
+    out->str = m.get<std::string>();
+    return true;
+  }
+  if (m.is_number()) {
+    out->kind = K::kNumber;
+    out->num = m.get<double>();
+    return true;
+  }
+  if (m.is_boolean()) {
+    out->kind = K::kBool;
+    out->flag = m.get<bool>();
+    return true;
+  }
+  if (m.is_null()) {
+    out->kind = K::kNull;
+    return true;
+  }
   if (!m.is_object()) return Fail(path, "Match value must be String, number, true, false, or null");
   if (m.size() != 1) return Fail(path, "Only one key allowed in match expression");
   const std::string& op = m.begin().key();
@@ -242,14 +259,23 @@ bool Parser::ParseAnythingBut(const json& v, const std::string& path, Matcher* o
   using E = Matcher::Excl;
   out->kind = Matcher::Kind::kAnythingBut;
   out->excl = E::kValues;
-  if (v.is_string()) { out->strs.push_back(v.get<std::string>()); return true; }
-  if (v.is_number()) { out->nums.push_back(v.get<double>()); return true; }
+  if (v.is_string()) {
+    out->strs.push_back(v.get<std::string>());
+    return true;
+  }
+  if (v.is_number()) {
+    out->nums.push_back(v.get<double>());
+    return true;
+  }
   if (v.is_array()) {
     if (v.empty()) return Fail(path, "Empty arrays are not allowed");
     for (const json& e : v) {
-      if (e.is_string()) out->strs.push_back(e.get<std::string>());
-      else if (e.is_number()) out->nums.push_back(e.get<double>());
-      else return Fail(path, "Inside anything but list, start|null|boolean is not supported.");
+      if (e.is_string())
+        out->strs.push_back(e.get<std::string>());
+      else if (e.is_number())
+        out->nums.push_back(e.get<double>());
+      else
+        return Fail(path, "Inside anything but list, start|null|boolean is not supported.");
     }
     return true;
   }
@@ -267,10 +293,12 @@ bool Parser::ParseAnythingBut(const json& v, const std::string& path, Matcher* o
   }
   if (op == "prefix" || op == "suffix") {
     out->excl = op == "prefix" ? E::kPrefix : E::kSuffix;
-    if (inner.is_object()) return Fail(path, "Value of anything-but must be an array or single string/number value.");
+    if (inner.is_object())
+      return Fail(path, "Value of anything-but must be an array or single string/number value.");
     for (const json& e : items) {
       if (!e.is_string()) return Fail(path, "prefix/suffix match pattern must be a string");
-      if (e.get_ref<const std::string&>().empty()) return Fail(path, "Null prefix/suffix not allowed");
+      if (e.get_ref<const std::string&>().empty())
+        return Fail(path, "Null prefix/suffix not allowed");
       out->strs.push_back(e.get<std::string>());
     }
     return true;
@@ -289,7 +317,9 @@ bool Parser::ParseAnythingBut(const json& v, const std::string& path, Matcher* o
     out->excl = E::kIgnoreCase;
     for (const json& e : items) {
       if (!e.is_string()) {
-        return Fail(path, "Inside anything-but/equals-ignore-case list, number|start|null|boolean is not supported.");
+        return Fail(path,
+                    "Inside anything-but/equals-ignore-case list, number|start|null|boolean is not "
+                    "supported.");
       }
       out->strs.push_back(AsciiLower(e.get<std::string>()));
     }

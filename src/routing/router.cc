@@ -9,10 +9,12 @@ namespace outbox::routing {
 absl::Status Router::Add(Subscription sub) {
   if (sub.name.empty()) return absl::InvalidArgumentError("subscription name must not be empty");
   if (sub.glob.empty()) {
-    return absl::InvalidArgumentError(ToAbsl(fmt::format("subscription \"{}\": glob must not be empty", sub.name)));
+    return absl::InvalidArgumentError(
+        ToAbsl(fmt::format("subscription \"{}\": glob must not be empty", sub.name)));
   }
   if (Find(sub.name) != nullptr) {
-    return absl::AlreadyExistsError(ToAbsl(fmt::format("subscription \"{}\" already registered", sub.name)));
+    return absl::AlreadyExistsError(
+        ToAbsl(fmt::format("subscription \"{}\" already registered", sub.name)));
   }
   auto e = std::make_unique<Entry>();
   if (sub.pattern) {

@@ -31,16 +31,19 @@ std::vector<std::string> ListParam(const httplib::Request& req, const char* name
   return out;
 }
 
-bool StringList(const json& body, const char* field, std::vector<std::string>* out, httplib::Response& res) {
+bool StringList(const json& body, const char* field, std::vector<std::string>* out,
+                httplib::Response& res) {
   auto it = body.find(field);
   if (it == body.end() || it->is_null()) return true;
   if (!it->is_array()) {
-    ErrorReply(res, 400, "invalid_argument", fmt::format("{}: must be an array of strings", field), field);
+    ErrorReply(res, 400, "invalid_argument", fmt::format("{}: must be an array of strings", field),
+               field);
     return false;
   }
   for (const auto& v : *it) {
     if (!v.is_string()) {
-      ErrorReply(res, 400, "invalid_argument", fmt::format("{}: must be an array of strings", field), field);
+      ErrorReply(res, 400, "invalid_argument",
+                 fmt::format("{}: must be an array of strings", field), field);
       return false;
     }
     out->push_back(v.get<std::string>());
@@ -70,10 +73,15 @@ void AddOpsRoutes(httplib::Server& http, ops::Ops* o, const metrics::Registry* r
     f.limit = limit;
     if (req.has_param("state")) {
       const std::string st = req.get_param_value("state");
-      if (st == "dead") f.state = ops::DeadLetterFilter::State::kDead;
-      else if (st == "redriven") f.state = ops::DeadLetterFilter::State::kRedriven;
-      else if (st == "any") f.state = ops::DeadLetterFilter::State::kAny;
-      else return ErrorReply(res, 400, "invalid_argument", "state: must be dead, redriven or any", "state");
+      if (st == "dead")
+        f.state = ops::DeadLetterFilter::State::kDead;
+      else if (st == "redriven")
+        f.state = ops::DeadLetterFilter::State::kRedriven;
+      else if (st == "any")
+        f.state = ops::DeadLetterFilter::State::kAny;
+      else
+        return ErrorReply(res, 400, "invalid_argument", "state: must be dead, redriven or any",
+                          "state");
     }
     if (auto v = f.Validate(); !v.ok()) return StatusReply(res, v);
     auto list = o->ListDeadLetters(f);
@@ -88,30 +96,36 @@ void AddOpsRoutes(httplib::Server& http, ops::Ops* o, const metrics::Registry* r
       return ErrorReply(res, 400, "invalid_argument", "body: must be a JSON object", "body");
     }
     for (auto it = body.begin(); it != body.end(); ++it) {
-      static const std::vector<std::string> kKnown = {"tenants", "subscriptions", "event_ids", "all", "dry_run"};
+      static const std::vector<std::string> kKnown = {"tenants", "subscriptions", "event_ids",
+                                                      "all", "dry_run"};
       if (std::find(kKnown.begin(), kKnown.end(), it.key()) == kKnown.end()) {
-        return ErrorReply(res, 400, "invalid_argument",
-                          fmt::format("{}: unknown field; expected tenants, subscriptions, event_ids, all, dry_run",
-                                      it.key()),
-                          it.key());
+        return ErrorReply(
+            res, 400, "invalid_argument",
+            fmt::format(
+                "{}: unknown field; expected tenants, subscriptions, event_ids, all, dry_run",
+                it.key()),
+            it.key());
       }
     }
     ops::DeadLetterFilter sel;
-    if (!StringList(body, "tenants", &sel.tenants, res) || !StringList(body, "subscriptions", &sel.subscriptions, res) ||
+    if (!StringList(body, "tenants", &sel.tenants, res) ||
+        !StringList(body, "subscriptions", &sel.subscriptions, res) ||
         !StringList(body, "event_ids", &sel.event_ids, res)) {
       return;
     }
     for (const char* flag : {"all", "dry_run"}) {
       if (body.contains(flag) && !body[flag].is_boolean()) {
-        return ErrorReply(res, 400, "invalid_argument", fmt::format("{}: must be true or false", flag), flag);
+        return ErrorReply(res, 400, "invalid_argument",
+                          fmt::format("{}: must be true or false", flag), flag);
       }
     }
     const bool all = body.value("all", false);
     if (sel.tenants.empty() && sel.subscriptions.empty() && sel.event_ids.empty() && !all) {
-      return ErrorReply(res, 400, "invalid_argument",
-                        "selection: give tenants, subscriptions or event_ids, or \"all\": true to redrive every "
-                        "dead letter",
-                        "all");
+      return ErrorReply(
+          res, 400, "invalid_argument",
+          "selection: give tenants, subscriptions or event_ids, or \"all\": true to redrive every "
+          "dead letter",
+          "all");
     }
     ops::RedriveOptions ro;
     ro.dry_run = body.value("dry_run", false);

@@ -46,13 +46,15 @@ absl::Status Stmt::Run() {
 std::string_view Stmt::ColumnText(int i) const {
   const unsigned char* p = sqlite3_column_text(s_, i);
   int n = sqlite3_column_bytes(s_, i);
-  return p ? std::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(n)) : std::string_view();
+  return p ? std::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(n))
+           : std::string_view();
 }
 
 std::string_view Stmt::ColumnBlob(int i) const {
   const void* p = sqlite3_column_blob(s_, i);
   int n = sqlite3_column_bytes(s_, i);
-  return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string_view();
+  return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n))
+           : std::string_view();
 }
 
 // ---- Conn ------------------------------------------------------------------------
@@ -74,13 +76,13 @@ absl::Status Conn::Error(std::string_view what) const {
 absl::StatusOr<std::unique_ptr<Conn>> Conn::Open(const std::string& path, bool readonly,
                                                  int busy_timeout_ms, const std::string& sync) {
   sqlite3* db = nullptr;
-  int flags = SQLITE_OPEN_NOMUTEX | (readonly ? SQLITE_OPEN_READONLY
-                                              : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+  int flags = SQLITE_OPEN_NOMUTEX |
+              (readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
   int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   std::unique_ptr<Conn> c(new Conn(db));
   if (rc != SQLITE_OK) {
-    return absl::UnavailableError(
-        fmt::format("cannot open database {}: {}", path, db ? sqlite3_errmsg(db) : "out of memory"));
+    return absl::UnavailableError(fmt::format("cannot open database {}: {}", path,
+                                              db ? sqlite3_errmsg(db) : "out of memory"));
   }
   sqlite3_busy_timeout(db, busy_timeout_ms);
   sqlite3_extended_result_codes(db, 1);
@@ -88,7 +90,8 @@ absl::StatusOr<std::unique_ptr<Conn>> Conn::Open(const std::string& path, bool r
     if (auto s = c->Exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
   }
   if (auto s = c->Exec(fmt::format("PRAGMA synchronous={}", sync)); !s.ok()) return s;
-  if (auto s = c->Exec("PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000");
+  if (auto s =
+          c->Exec("PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000");
       !s.ok()) {
     return s;
   }
@@ -131,9 +134,11 @@ absl::Status Conn::Exec(std::string_view sql) {
 
 absl::StatusOr<std::shared_ptr<Database>> Database::Open(const DatabaseOptions& options) {
   if (options.path.empty() || options.path == ":memory:") {
-    return absl::InvalidArgumentError("database path: a file path is required (\":memory:\" cannot be shared)");
+    return absl::InvalidArgumentError(
+        "database path: a file path is required (\":memory:\" cannot be shared)");
   }
-  if (options.synchronous != "FULL" && options.synchronous != "NORMAL" && options.synchronous != "OFF") {
+  if (options.synchronous != "FULL" && options.synchronous != "NORMAL" &&
+      options.synchronous != "OFF") {
     return absl::InvalidArgumentError(
         fmt::format("synchronous: must be FULL, NORMAL or OFF, got \"{}\"", options.synchronous));
   }
@@ -297,7 +302,8 @@ uint64_t Database::WaitForCommit(uint64_t seen, absl::Duration timeout) {
     if (now >= deadline) break;
     // In-process commits wake us at once; other processes' commits are seen
     // by polling data_version every 5 ms.
-    auto step = std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(5));
+    auto step =
+        std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(5));
     commit_cv_.wait_for(l, step);
     if (commits_.load() > seen) break;
     l.unlock();

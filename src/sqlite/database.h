@@ -87,11 +87,11 @@ class Conn {
 };
 
 struct DatabaseOptions {
-  std::string path;                 // file path; ":memory:" is refused (use a temp file)
-  std::string synchronous = "FULL"; // FULL (default, durable) | NORMAL | OFF
-  int busy_timeout_ms = 30000;      // wait for other processes' write locks
-  int max_batch = 512;              // callers merged into one commit at most
-  int read_connections = 8;         // pooled read connections (created lazily)
+  std::string path;                  // file path; ":memory:" is refused (use a temp file)
+  std::string synchronous = "FULL";  // FULL (default, durable) | NORMAL | OFF
+  int busy_timeout_ms = 30000;       // wait for other processes' write locks
+  int max_batch = 512;               // callers merged into one commit at most
+  int read_connections = 8;          // pooled read connections (created lazily)
 };
 
 class Database {
@@ -138,8 +138,9 @@ class Database {
   DatabaseOptions options_;
   std::unique_ptr<Conn> writer_;
   std::mutex mu_;
-  std::condition_variable work_cv_;   // writer waits for jobs
-  std::deque<std::shared_ptr<Job>> queue_;  // shared: the writer notifies after the caller may return
+  std::condition_variable work_cv_;  // writer waits for jobs
+  std::deque<std::shared_ptr<Job>>
+      queue_;  // shared: the writer notifies after the caller may return
   bool stopping_ = false;
   absl::Status sticky_;
   std::thread writer_thread_;

@@ -11,8 +11,8 @@ namespace outbox::worker {
 
 absl::Status DurableContext::AddWrite(TransactWriteItem write) {
   if (!writes_allowed_) {
-    return absl::FailedPreconditionError(
-        fmt::format("{}: AddWrite is not allowed on the BEST_EFFORT lane (no transaction to join)", key_));
+    return absl::FailedPreconditionError(fmt::format(
+        "{}: AddWrite is not allowed on the BEST_EFFORT lane (no transaction to join)", key_));
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) {
@@ -44,11 +44,12 @@ absl::Status CallHandler(const Handler& h, HandlerContext& ctx, const Envelope& 
 
 }  // namespace
 
-HandlerRun RunHandler(const Handler& handler, std::shared_ptr<DurableContext> ctx, const Envelope& event,
-                      absl::Duration timeout) {
+HandlerRun RunHandler(const Handler& handler, std::shared_ptr<DurableContext> ctx,
+                      const Envelope& event, absl::Duration timeout) {
   auto result = std::make_shared<std::promise<absl::Status>>();
   std::future<absl::Status> done = result->get_future();
-  std::thread t([handler, ctx, event, result] { result->set_value(CallHandler(handler, *ctx, event)); });
+  std::thread t(
+      [handler, ctx, event, result] { result->set_value(CallHandler(handler, *ctx, event)); });
   auto wait = std::chrono::microseconds(absl::ToInt64Microseconds(timeout));
   HandlerRun run;
   if (done.wait_for(wait) != std::future_status::ready) {

@@ -25,7 +25,8 @@ class DurableContext final : public HandlerContext {
  public:
   // `writes_allowed` is false for BEST_EFFORT runs: AddWrite then fails at once
   // (FailedPrecondition), so the handler sees that its write is not taken.
-  DurableContext(RequestContext req, std::string key, int attempt, absl::Time deadline, bool writes_allowed = true)
+  DurableContext(RequestContext req, std::string key, int attempt, absl::Time deadline,
+                 bool writes_allowed = true)
       : req_(std::move(req)),
         key_(std::move(key)),
         attempt_(attempt),
@@ -47,18 +48,18 @@ class DurableContext final : public HandlerContext {
   const absl::Time deadline_;
   const bool writes_allowed_;
   std::mutex mu_;
-  bool closed_ = false;                   // guarded by mu_
+  bool closed_ = false;                    // guarded by mu_
   std::vector<TransactWriteItem> writes_;  // guarded by mu_
 };
 
 struct HandlerRun {
-  absl::Status status;                     // the handler's result (or timeout / exception)
-  std::vector<TransactWriteItem> writes;   // only when status is OK
+  absl::Status status;                    // the handler's result (or timeout / exception)
+  std::vector<TransactWriteItem> writes;  // only when status is OK
 };
 
 // REQUIRES: ctx not yet closed. `handler` and `event` are copied, so they may
 // die while a timed-out handler still runs.
-HandlerRun RunHandler(const Handler& handler, std::shared_ptr<DurableContext> ctx, const Envelope& event,
-                      absl::Duration timeout);
+HandlerRun RunHandler(const Handler& handler, std::shared_ptr<DurableContext> ctx,
+                      const Envelope& event, absl::Duration timeout);
 
 }  // namespace outbox::worker

@@ -41,9 +41,14 @@ std::string SafeBody(const std::string& body) {
   out.reserve(n);
   for (size_t i = 0; i < n;) {
     unsigned char c = static_cast<unsigned char>(body[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
     bool ok = len > 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(body[i + k]) >> 6) == 0x2;
+    for (size_t k = 1; ok && k < len; ++k)
+      ok = (static_cast<unsigned char>(body[i + k]) >> 6) == 0x2;
     if (ok) {
       out.append(body, i, len);
       i += len;
@@ -66,15 +71,16 @@ DurableWorker::Impl::Fate DurableWorker::Impl::Delete(const ReceivedMessage& m) 
   absl::Status s = queue->Delete(options.queue, m.receipt_handle);
   if (!s.ok()) {
     metrics.errors++;
-    spdlog::warn("worker: delete of message {} (group {}) failed: {}; it will be redelivered", m.message_id,
-                 m.group_id, std::string(s.message()));
+    spdlog::warn("worker: delete of message {} (group {}) failed: {}; it will be redelivered",
+                 m.message_id, m.group_id, std::string(s.message()));
     return Fate::kLeft;
   }
   metrics.deleted++;
   return Fate::kDeleted;
 }
 
-DurableWorker::Impl::Fate DurableWorker::Impl::Poison(const ReceivedMessage& m, const std::string& error) {
+DurableWorker::Impl::Fate DurableWorker::Impl::Poison(const ReceivedMessage& m,
+                                                      const std::string& error) {
   PutRequest p;
   p.table = inbox->options().dead_letters_table;
   p.item = Item{{"pk", Value::S("POISON")},
@@ -91,13 +97,13 @@ DurableWorker::Impl::Fate DurableWorker::Impl::Poison(const ReceivedMessage& m, 
   auto r = store->PutItem(p);
   if (!r.ok()) {
     metrics.errors++;
-    spdlog::error("worker: poison pill {} (group {}) could not be recorded: {}; message left", m.message_id,
-                  m.group_id, std::string(r.status().message()));
+    spdlog::error("worker: poison pill {} (group {}) could not be recorded: {}; message left",
+                  m.message_id, m.group_id, std::string(r.status().message()));
     return Fate::kLeft;
   }
   metrics.poison_pills++;
-  spdlog::error("worker: poison pill message={} group={} recorded under POISON: {}", m.message_id, m.group_id,
-                error);
+  spdlog::error("worker: poison pill message={} group={} recorded under POISON: {}", m.message_id,
+                m.group_id, error);
   return Delete(m);
 }
 
@@ -112,8 +118,8 @@ void DurableWorker::Impl::CheckSequence(const Envelope& e) {
   }
   if (e.seq > last + 1) {
     metrics.sequence_gaps++;
-    spdlog::warn("worker: sequence gap tenant={} event={} seq={} last_seen={} correlation={}", e.tenant, e.id,
-                 e.seq, last, e.correlation_id);
+    spdlog::warn("worker: sequence gap tenant={} event={} seq={} last_seen={} correlation={}",
+                 e.tenant, e.id, e.seq, last, e.correlation_id);
   }
 }
 
@@ -127,8 +133,8 @@ DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(const ReceivedMess
   std::vector<const Subscription*> subs = router->Match(*env, Lane::kDurable);
   if (subs.empty()) {
     metrics.unmatched_events++;
-    spdlog::warn("worker: event delivered to nobody: tenant={} event={} type={} correlation={}", env->tenant,
-                 env->id, env->type, env->correlation_id);
+    spdlog::warn("worker: event delivered to nobody: tenant={} event={} type={} correlation={}",
+                 env->tenant, env->id, env->type, env->correlation_id);
     return Delete(m);
   }
   bool all_final = true;
@@ -138,36 +144,42 @@ DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(const ReceivedMess
   }
   if (all_final) return Delete(m);
   if (retried && options.backoff_with_visibility) {
-    absl::Status s = queue->ChangeVisibility(options.queue, m.receipt_handle, Backoff(m.receive_count));
+    absl::Status s =
+        queue->ChangeVisibility(options.queue, m.receipt_handle, Backoff(m.receive_count));
     if (!s.ok()) {
-      spdlog::warn("worker: backoff of message {} failed: {}", m.message_id, std::string(s.message()));
+      spdlog::warn("worker: backoff of message {} failed: {}", m.message_id,
+                   std::string(s.message()));
     }
   }
   return Fate::kLeft;
 }
 
-bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelope& e, const Item& item,
-                                          const Subscription& sub, bool* retried) {
+bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelope& e,
+                                          const Item& item, const Subscription& sub,
+                                          bool* retried) {
   InboxKey key{e.id, sub.name, e.tenant};
   auto claim = inbox->TryClaim(key, options.owner, sub.options.lease, sub.options.max_attempts);
   if (!claim.ok()) {
     metrics.errors++;
-    spdlog::error("worker: claim failed tenant={} event={} correlation={} subscription={}: {}", e.tenant, e.id,
-                  e.correlation_id, sub.name, std::string(claim.status().message()));
+    spdlog::error("worker: claim failed tenant={} event={} correlation={} subscription={}: {}",
+                  e.tenant, e.id, e.correlation_id, sub.name,
+                  std::string(claim.status().message()));
     return false;
   }
   switch (claim->outcome) {
     case Claim::Outcome::kCompleted:
       return true;
     case Claim::Outcome::kExhausted:
-      spdlog::debug("worker: exhausted tenant={} event={} subscription={} attempt={}", e.tenant, e.id, sub.name,
-                    claim->attempt);
+      spdlog::debug("worker: exhausted tenant={} event={} subscription={} attempt={}", e.tenant,
+                    e.id, sub.name, claim->attempt);
       return true;
     case Claim::Outcome::kBusy:
       metrics.busy++;
       metrics.deliveries.Add({sub.name, "busy"});
-      spdlog::info("worker: busy (leased elsewhere) tenant={} event={} correlation={} subscription={} attempt={}",
-                   e.tenant, e.id, e.correlation_id, sub.name, claim->attempt);
+      spdlog::info(
+          "worker: busy (leased elsewhere) tenant={} event={} correlation={} subscription={} "
+          "attempt={}",
+          e.tenant, e.id, e.correlation_id, sub.name, claim->attempt);
       return false;
     case Claim::Outcome::kClaimed:
       break;
@@ -178,26 +190,30 @@ bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelo
   const auto started = std::chrono::steady_clock::now();
   worker::HandlerRun run = worker::RunHandler(sub.handler, ctx, e, sub.options.handler_timeout);
   metrics.handler_duration.Observe(
-      {sub.name}, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      {sub.name},
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (!run.status.ok()) return Fail(m, e, item, sub, key, *claim, run.status, retried);
 
-  absl::Status done = inbox->Complete(key, claim->token, std::move(run.writes), claim->dead_letter_open);
+  absl::Status done =
+      inbox->Complete(key, claim->token, std::move(run.writes), claim->dead_letter_open);
   if (done.ok()) {
     metrics.handler_ok++;
     metrics.deliveries.Add({sub.name, "completed"});
-    metrics.propagation_latency.Observe({sub.name},
-                                        static_cast<double>(clock->NowMillis() - e.occurred_at_ms) / 1000.0);
-    spdlog::info("worker: completed tenant={} event={} correlation={} subscription={} attempt={}", e.tenant, e.id,
-                 e.correlation_id, sub.name, claim->attempt);
+    metrics.propagation_latency.Observe(
+        {sub.name}, static_cast<double>(clock->NowMillis() - e.occurred_at_ms) / 1000.0);
+    spdlog::info("worker: completed tenant={} event={} correlation={} subscription={} attempt={}",
+                 e.tenant, e.id, e.correlation_id, sub.name, claim->attempt);
     return true;
   }
   // Lease lost (the token moved on) or a handler write failed? Ask the row.
   auto row = inbox->Get(key);
-  if (row.ok() && *row && ((*row)->token != claim->token || (*row)->status != InboxStatus::kPending)) {
+  if (row.ok() && *row &&
+      ((*row)->token != claim->token || (*row)->status != InboxStatus::kPending)) {
     metrics.lease_lost++;
     metrics.deliveries.Add({sub.name, "lease_lost"});
-    spdlog::warn("worker: lease lost tenant={} event={} correlation={} subscription={} attempt={}: {}", e.tenant,
-                 e.id, e.correlation_id, sub.name, claim->attempt, std::string(done.message()));
+    spdlog::warn(
+        "worker: lease lost tenant={} event={} correlation={} subscription={} attempt={}: {}",
+        e.tenant, e.id, e.correlation_id, sub.name, claim->attempt, std::string(done.message()));
     return (*row)->status == InboxStatus::kCompleted || (*row)->status == InboxStatus::kDead;
   }
   return Fail(m, e, item, sub, key, *claim, done, retried);
@@ -206,37 +222,44 @@ bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelo
 bool DurableWorker::Impl::Fail(const ReceivedMessage& m, const Envelope& e, const Item& item,
                                const Subscription& sub, const InboxKey& key, const Claim& claim,
                                const absl::Status& error, bool* retried) {
-  const bool terminal = IsTerminal(error) || OUTBOX_MUTATION(kDeadOnFirstFailure);  // reference bug (tests only)
+  const bool terminal =
+      IsTerminal(error) || OUTBOX_MUTATION(kDeadOnFirstFailure);  // reference bug (tests only)
   const bool last_receive = m.receive_count >= max_receive_count;
   const bool last_attempt = claim.attempt >= sub.options.max_attempts;
   const std::string text = ErrorText(error);
   if (terminal || last_receive || last_attempt) {
-    absl::Status s = inbox->MarkDead(key, claim.token, text, terminal, sub.options.max_attempts, item);
+    absl::Status s =
+        inbox->MarkDead(key, claim.token, text, terminal, sub.options.max_attempts, item);
     if (!s.ok()) {
       (s.code() == absl::StatusCode::kFailedPrecondition ? metrics.lease_lost : metrics.errors)++;
-      spdlog::error("worker: mark dead failed tenant={} event={} subscription={} attempt={}: {}", e.tenant, e.id,
-                    sub.name, claim.attempt, std::string(s.message()));
+      spdlog::error("worker: mark dead failed tenant={} event={} subscription={} attempt={}: {}",
+                    e.tenant, e.id, sub.name, claim.attempt, std::string(s.message()));
       return false;
     }
     metrics.handler_dead++;
     metrics.deliveries.Add({sub.name, "dead"});
-    spdlog::error("worker: DEAD ({}) tenant={} event={} correlation={} subscription={} attempt={} receive={}: {}",
-                  terminal ? "terminal" : last_attempt ? "last attempt" : "last receive", e.tenant, e.id,
-                  e.correlation_id, sub.name, claim.attempt, m.receive_count, text);
+    spdlog::error(
+        "worker: DEAD ({}) tenant={} event={} correlation={} subscription={} attempt={} "
+        "receive={}: {}",
+        terminal       ? "terminal"
+        : last_attempt ? "last attempt"
+                       : "last receive",
+        e.tenant, e.id, e.correlation_id, sub.name, claim.attempt, m.receive_count, text);
     return true;
   }
   absl::Status s = inbox->Release(key, claim.token, text);
   if (!s.ok()) {
     (s.code() == absl::StatusCode::kFailedPrecondition ? metrics.lease_lost : metrics.errors)++;
-    spdlog::warn("worker: release failed tenant={} event={} subscription={} attempt={}: {}", e.tenant, e.id,
-                 sub.name, claim.attempt, std::string(s.message()));
+    spdlog::warn("worker: release failed tenant={} event={} subscription={} attempt={}: {}",
+                 e.tenant, e.id, sub.name, claim.attempt, std::string(s.message()));
     return false;
   }
   metrics.handler_retry++;
   metrics.deliveries.Add({sub.name, "retry"});
   *retried = true;
-  spdlog::warn("worker: retry tenant={} event={} correlation={} subscription={} attempt={} receive={}: {}",
-               e.tenant, e.id, e.correlation_id, sub.name, claim.attempt, m.receive_count, text);
+  spdlog::warn(
+      "worker: retry tenant={} event={} correlation={} subscription={} attempt={} receive={}: {}",
+      e.tenant, e.id, e.correlation_id, sub.name, claim.attempt, m.receive_count, text);
   return false;
 }
 

@@ -11,10 +11,12 @@ namespace outbox {
 absl::Status WorkerOptions::Validate() const {
   if (queue.empty()) return absl::InvalidArgumentError("worker: queue: must not be empty");
   if (threads < 1 || threads > 64) {
-    return absl::InvalidArgumentError(fmt::format("worker: threads: must be 1..64, got {}", threads));
+    return absl::InvalidArgumentError(
+        fmt::format("worker: threads: must be 1..64, got {}", threads));
   }
   if (receivers < 1 || receivers > 16) {
-    return absl::InvalidArgumentError(fmt::format("worker: receivers: must be 1..16, got {}", receivers));
+    return absl::InvalidArgumentError(
+        fmt::format("worker: receivers: must be 1..16, got {}", receivers));
   }
   if (batch < 1 || batch > 10) {
     return absl::InvalidArgumentError(fmt::format("worker: batch: must be 1..10, got {}", batch));

@@ -20,10 +20,12 @@ namespace {
 absl::StatusOr<Value> ImageField(const nlohmann::json& body, const char* name) {
   auto it = body.find(name);
   if (it == body.end() || it->is_null()) return Value::NullValue();
-  if (!it->is_object()) return absl::InvalidArgumentError(fmt::format("{}: must be an object or null", name));
+  if (!it->is_object())
+    return absl::InvalidArgumentError(fmt::format("{}: must be an object or null", name));
   auto item = ddbjson::DecodeItem(*it);
   if (!item.ok()) {
-    return absl::InvalidArgumentError(fmt::format("{}: {}", name, std::string(item.status().message())));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}", name, std::string(item.status().message())));
   }
   return Value::M(*std::move(item));
 }
@@ -81,10 +83,12 @@ absl::StatusOr<Envelope> ParseRecordMessage(const std::string& text) {
 absl::Status RecordConsumerOptions::Validate() const {
   if (queue.empty()) return absl::InvalidArgumentError("record_consumer: queue: must not be empty");
   if (threads < 1 || threads > 64) {
-    return absl::InvalidArgumentError(fmt::format("record_consumer: threads: must be 1..64, got {}", threads));
+    return absl::InvalidArgumentError(
+        fmt::format("record_consumer: threads: must be 1..64, got {}", threads));
   }
   if (batch < 1 || batch > 10) {
-    return absl::InvalidArgumentError(fmt::format("record_consumer: batch: must be 1..10, got {}", batch));
+    return absl::InvalidArgumentError(
+        fmt::format("record_consumer: batch: must be 1..10, got {}", batch));
   }
   if (wait < absl::ZeroDuration() || wait > absl::Seconds(20)) {
     return absl::InvalidArgumentError(
@@ -105,8 +109,8 @@ struct RecordChangeConsumer::Impl {
   void Delete(const ReceivedMessage& m) {
     if (auto s = queue->Delete(options.queue, m.receipt_handle); !s.ok()) {
       metrics.errors++;
-      spdlog::warn("record consumer: delete of message {} failed: {}; it will be redelivered", m.message_id,
-                   std::string(s.message()));
+      spdlog::warn("record consumer: delete of message {} failed: {}; it will be redelivered",
+                   m.message_id, std::string(s.message()));
     }
   }
 
@@ -114,29 +118,32 @@ struct RecordChangeConsumer::Impl {
     auto e = ParseRecordMessage(m.body);
     if (!e.ok()) {
       metrics.unparseable++;
-      spdlog::error("record consumer: message {} is not a record-change message ({}); deleted", m.message_id,
-                    std::string(e.status().message()));
+      spdlog::error("record consumer: message {} is not a record-change message ({}); deleted",
+                    m.message_id, std::string(e.status().message()));
       Delete(m);
       return;
     }
     std::vector<const Subscription*> subs = router->Match(*e, Lane::kBestEffort);
     if (subs.empty()) {
       metrics.unmatched++;
-      spdlog::debug("record consumer: {} (tenant {}) matches no BEST_EFFORT subscription", e->type, e->tenant);
+      spdlog::debug("record consumer: {} (tenant {}) matches no BEST_EFFORT subscription", e->type,
+                    e->tenant);
     }
     for (const Subscription* sub : subs) {
       auto ctx = std::make_shared<worker::DurableContext>(
           RequestContext{.tenant = e->tenant, .correlation_id = e->id, .actor = ""},
           fmt::format("{}:{}", e->id, sub->name), 1, clock->Now() + sub->options.handler_timeout,
           /*writes_allowed=*/false);
-      worker::HandlerRun run = worker::RunHandler(sub->handler, ctx, *e, sub->options.handler_timeout);
+      worker::HandlerRun run =
+          worker::RunHandler(sub->handler, ctx, *e, sub->options.handler_timeout);
       absl::Status st = run.status;
       if (st.ok()) {
         metrics.handled++;
       } else {
         metrics.failures++;
-        spdlog::warn("record consumer: handler failed (tenant {}, type {}, subscription {}, id {}): {}", e->tenant,
-                     e->type, sub->name, e->id, st.ToString());
+        spdlog::warn(
+            "record consumer: handler failed (tenant {}, type {}, subscription {}, id {}): {}",
+            e->tenant, e->type, sub->name, e->id, st.ToString());
       }
     }
     Delete(m);
@@ -145,7 +152,8 @@ struct RecordChangeConsumer::Impl {
 
 RecordChangeConsumer::RecordChangeConsumer(Queue* queue, routing::Router* router, Clock* clock,
                                            RecordConsumerOptions options)
-    : impl_(new Impl{queue, router, clock ? clock : Clock::Real(), std::move(options), {}, {}, {}}) {}
+    : impl_(
+          new Impl{queue, router, clock ? clock : Clock::Real(), std::move(options), {}, {}, {}}) {}
 
 RecordChangeConsumer::~RecordChangeConsumer() { Stop(); }
 

@@ -11,8 +11,8 @@
 
 namespace outbox {
 
-DurableWorker::DurableWorker(Store* store, Queue* queue, Inbox* inbox, routing::Router* router, Clock* clock,
-                             WorkerOptions options)
+DurableWorker::DurableWorker(Store* store, Queue* queue, Inbox* inbox, routing::Router* router,
+                             Clock* clock, WorkerOptions options)
     : impl_(std::make_unique<Impl>(store, queue, inbox, router, clock, std::move(options))) {
   if (impl_->options.owner.empty()) impl_->options.owner = DefaultWorkerOwner();
 }
@@ -30,7 +30,8 @@ absl::Status DurableWorker::Init() {
   auto attrs = w.queue->GetAttributes(w.options.queue);
   if (!attrs.ok()) return attrs.status();
   if (!attrs->options.fifo) {
-    return absl::FailedPreconditionError(fmt::format("worker: queue {} is not FIFO", w.options.queue));
+    return absl::FailedPreconditionError(
+        fmt::format("worker: queue {} is not FIFO", w.options.queue));
   }
   w.visibility = attrs->options.visibility_timeout;
   w.max_receive_count = w.options.max_receive_count;
@@ -41,25 +42,28 @@ absl::Status DurableWorker::Init() {
     if (sub->lane != Lane::kDurable) continue;
     const SubscriptionOptions& o = sub->options;
     if (o.max_attempts < 1) {
-      return absl::InvalidArgumentError(fmt::format("subscription {}: max_attempts must be >= 1", sub->name));
+      return absl::InvalidArgumentError(
+          fmt::format("subscription {}: max_attempts must be >= 1", sub->name));
     }
     if (o.lease >= w.visibility) {
       return absl::FailedPreconditionError(fmt::format(
-          "subscription {}: lease {} must be shorter than the visibility timeout {} of queue {}", sub->name,
-          absl::FormatDuration(o.lease), absl::FormatDuration(w.visibility), w.options.queue));
+          "subscription {}: lease {} must be shorter than the visibility timeout {} of queue {}",
+          sub->name, absl::FormatDuration(o.lease), absl::FormatDuration(w.visibility),
+          w.options.queue));
     }
     if (o.handler_timeout <= absl::ZeroDuration() || o.handler_timeout >= o.lease) {
-      return absl::FailedPreconditionError(
-          fmt::format("subscription {}: handler_timeout {} must be positive and shorter than the lease {}",
-                      sub->name, absl::FormatDuration(o.handler_timeout), absl::FormatDuration(o.lease)));
+      return absl::FailedPreconditionError(fmt::format(
+          "subscription {}: handler_timeout {} must be positive and shorter than the lease {}",
+          sub->name, absl::FormatDuration(o.handler_timeout), absl::FormatDuration(o.lease)));
     }
   }
   if (auto s = w.inbox->EnsureTables(); !s.ok()) return s;
   w.initialized = true;
-  spdlog::info("worker: {} on queue {} (receivers={}, threads={}, batch={}, max_receive_count={}, visibility={})",
-               w.options.owner, w.options.queue, w.options.receivers, w.options.threads, w.options.batch,
-               w.max_receive_count,
-               absl::FormatDuration(w.visibility));
+  spdlog::info(
+      "worker: {} on queue {} (receivers={}, threads={}, batch={}, max_receive_count={}, "
+      "visibility={})",
+      w.options.owner, w.options.queue, w.options.receivers, w.options.threads, w.options.batch,
+      w.max_receive_count, absl::FormatDuration(w.visibility));
   return absl::OkStatus();
 }
 
@@ -107,8 +111,9 @@ void DurableWorker::Impl::ProcessGroup(const std::vector<const ReceivedMessage*>
   for (size_t i = 0; i < group.size(); ++i) {
     if (ProcessMessage(*group[i]) == Fate::kDeleted) continue;
     if (i + 1 < group.size()) {
-      spdlog::info("worker: group {}: message {} left; {} later message(s) of the group left unprocessed",
-                   group[i]->group_id, group[i]->message_id, group.size() - i - 1);
+      spdlog::info(
+          "worker: group {}: message {} left; {} later message(s) of the group left unprocessed",
+          group[i]->group_id, group[i]->message_id, group.size() - i - 1);
     }
     return;
   }
@@ -125,7 +130,8 @@ absl::Status DurableWorker::Start() {
       while (!w.stopping.load()) {
         absl::Status s = RunOnce();
         if (!s.ok()) {
-          spdlog::error("worker: receive from {} failed: {}", w.options.queue, std::string(s.message()));
+          spdlog::error("worker: receive from {} failed: {}", w.options.queue,
+                        std::string(s.message()));
           for (int i = 0; i < 10 && !w.stopping.load(); ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
           }

@@ -22,7 +22,12 @@ std::string DefaultWorkerOwner();
 
 struct DurableWorker::Impl {
   Impl(Store* s, Queue* q, Inbox* i, routing::Router* r, Clock* c, WorkerOptions o)
-      : store(s), queue(q), inbox(i), router(r), clock(c ? c : Clock::Real()), options(std::move(o)) {}
+      : store(s),
+        queue(q),
+        inbox(i),
+        router(r),
+        clock(c ? c : Clock::Real()),
+        options(std::move(o)) {}
 
   // What happened to a message.
   enum class Fate { kDeleted, kLeft };
@@ -34,8 +39,8 @@ struct DurableWorker::Impl {
   // Claim → handler → complete | release | mark dead. True when the
   // subscription is final (COMPLETED or DEAD) for this event; sets *retried
   // when the run was released for a later receive.
-  bool RunSubscription(const ReceivedMessage& m, const Envelope& e, const Item& item, const Subscription& sub,
-                       bool* retried);
+  bool RunSubscription(const ReceivedMessage& m, const Envelope& e, const Item& item,
+                       const Subscription& sub, bool* retried);
   bool Fail(const ReceivedMessage& m, const Envelope& e, const Item& item, const Subscription& sub,
             const InboxKey& key, const Claim& claim, const absl::Status& error, bool* retried);
   Fate Delete(const ReceivedMessage& m);
@@ -54,12 +59,13 @@ struct DurableWorker::Impl {
   WorkerMetrics metrics;
 
   std::mutex init_mu;
-  bool initialized = false;      // guarded by init_mu
-  int max_receive_count = 0;     // effective; set once by Init
-  absl::Duration visibility;     // the queue's visibility timeout; set once by Init
+  bool initialized = false;   // guarded by init_mu
+  int max_receive_count = 0;  // effective; set once by Init
+  absl::Duration visibility;  // the queue's visibility timeout; set once by Init
 
   std::mutex seq_mu;
-  absl::flat_hash_map<std::string, int64_t> last_seq;  // tenant -> highest seq seen; guarded by seq_mu
+  absl::flat_hash_map<std::string, int64_t>
+      last_seq;  // tenant -> highest seq seen; guarded by seq_mu
 
   std::atomic<bool> stopping{false};
   std::vector<std::thread> loops;  // the receive loops; Start/Stop only

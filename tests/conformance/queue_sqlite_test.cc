@@ -41,18 +41,21 @@ TEST(SqliteQueueTest, SendInTransactionCommitsOrRollsBackWithTheCaller) {
     m.body = "in-tx";
     m.group_id = "g";
     m.dedup_id = "d";
-    ASSERT_TRUE((*db)->Write([](sqlite::Conn& c) { return c.Exec("CREATE TABLE test_side(x)"); }).ok());
+    ASSERT_TRUE(
+        (*db)->Write([](sqlite::Conn& c) { return c.Exec("CREATE TABLE test_side(x)"); }).ok());
     auto side_rows = [&] {
       int64_t n = -1;
-      EXPECT_TRUE((*db)->Read([&](sqlite::Conn& c) -> absl::Status {
-        auto st = c.Prepare("SELECT COUNT(*) FROM test_side");
-        if (!st.ok()) return st.status();
-        auto row = st->Step();
-        if (!row.ok()) return row.status();
-        n = st->ColumnInt(0);
-        sqlite3_reset(st->raw());
-        return absl::OkStatus();
-      }).ok());
+      EXPECT_TRUE((*db)
+                      ->Read([&](sqlite::Conn& c) -> absl::Status {
+                        auto st = c.Prepare("SELECT COUNT(*) FROM test_side");
+                        if (!st.ok()) return st.status();
+                        auto row = st->Step();
+                        if (!row.ok()) return row.status();
+                        n = st->ColumnInt(0);
+                        sqlite3_reset(st->raw());
+                        return absl::OkStatus();
+                      })
+                      .ok());
       return n;
     };
     // Failing caller: the send is rolled back with the caller's own row.

@@ -1,5 +1,6 @@
 #include "conformance/queue_suite.h"
 
+#include <gmock/gmock.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,8 +12,6 @@
 #include <set>
 #include <thread>
 
-#include <gmock/gmock.h>
-
 namespace outbox::testing {
 namespace {
 
@@ -20,10 +19,10 @@ using ::testing::HasSubstr;
 
 std::string Str(const absl::Status& s) { return std::string(s.ToString()); }
 
-#define ASSERT_OK(expr)                                    \
-  do {                                                     \
-    absl::Status _s = (expr);                              \
-    ASSERT_TRUE(_s.ok()) << Str(_s);                       \
+#define ASSERT_OK(expr)              \
+  do {                               \
+    absl::Status _s = (expr);        \
+    ASSERT_TRUE(_s.ok()) << Str(_s); \
   } while (0)
 
 template <typename T>
@@ -68,7 +67,9 @@ std::vector<std::string> Bodies(const std::vector<ReceivedMessage>& ms) {
 
 }  // namespace
 
-std::string QueueBackendName(const ::testing::TestParamInfo<QueueBackend>& info) { return info.param.name; }
+std::string QueueBackendName(const ::testing::TestParamInfo<QueueBackend>& info) {
+  return info.param.name;
+}
 
 void QueueConformance::SetUp() {
   static std::atomic<int> counter{0};
@@ -77,7 +78,8 @@ void QueueConformance::SetUp() {
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
-  dir_ = "/tmp/outbox-queue-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" + name;
+  dir_ = "/tmp/outbox-queue-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" +
+         name;
   std::filesystem::remove_all(dir_);
   std::filesystem::create_directories(dir_);
   auto q = GetParam().open(dir_, &clock_);
@@ -116,7 +118,8 @@ TEST_P(QueueConformance, CreateListDeletePurge) {
 }
 
 TEST_P(QueueConformance, BadQueueNamesAndOptions) {
-  for (std::string bad : {std::string(""), std::string(81, 'a'), std::string("has space"), std::string("dot.ted")}) {
+  for (std::string bad :
+       {std::string(""), std::string(81, 'a'), std::string("has space"), std::string("dot.ted")}) {
     absl::Status s = q_->CreateQueue(bad, {});
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(Str(s), HasSubstr("QueueName")) << bad;
@@ -196,7 +199,8 @@ TEST_P(QueueConformance, FifoOneReceiveFillsFromSeveralGroupsInOrder) {
   std::vector<std::string> group_sequence;
   for (const auto& m : got) {
     per_group[m.group_id].push_back(m.body);
-    if (group_sequence.empty() || group_sequence.back() != m.group_id) group_sequence.push_back(m.group_id);
+    if (group_sequence.empty() || group_sequence.back() != m.group_id)
+      group_sequence.push_back(m.group_id);
   }
   EXPECT_EQ(group_sequence.size(), 3u) << "groups should not interleave within one receive";
   EXPECT_EQ(per_group["a"], (std::vector<std::string>{"a1", "a2", "a3"}));
@@ -297,7 +301,8 @@ TEST_P(QueueConformance, VisibilityExpiryRedeliversWithRisingCount) {
   EXPECT_EQ(r3[0].receive_count, 3);
   clock_.Advance(absl::Seconds(5));
   // Expired handle (FIFO): delete fails even though nobody received it again.
-  EXPECT_EQ(q_->Delete("q.fifo", r3[0].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(q_->Delete("q.fifo", r3[0].receipt_handle).code(),
+            absl::StatusCode::kFailedPrecondition);
   auto r4 = Must(q_->Receive("q.fifo", Max(1)));
   ASSERT_EQ(r4.size(), 1u);
   ASSERT_OK(q_->Delete("q.fifo", r4[0].receipt_handle));
@@ -348,7 +353,8 @@ TEST_P(QueueConformance, ChangeVisibility) {
   ASSERT_OK(q_->ChangeVisibility("q.fifo", again[0].receipt_handle, absl::Seconds(60)));
   ASSERT_OK(q_->ChangeVisibility("q.fifo", again[1].receipt_handle, absl::ZeroDuration()));
   clock_.Advance(absl::Seconds(31));
-  EXPECT_TRUE(Must(q_->Receive("q.fifo", Max(10))).empty()) << "a1 still in flight blocks the group";
+  EXPECT_TRUE(Must(q_->Receive("q.fifo", Max(10))).empty())
+      << "a1 still in flight blocks the group";
   clock_.Advance(absl::Seconds(30));
   EXPECT_EQ(Bodies(Must(q_->Receive("q.fifo", Max(10)))), (std::vector<std::string>{"a1", "a2"}));
   // Bad values.
@@ -512,8 +518,8 @@ TEST_P(QueueConformance, ConcurrentConsumersKeepGroupOrderExactlyOnce) {
   for (int i = 0; i < kPerGroup; ++i) {
     std::vector<SendBatchEntry> batch;
     for (int g = 0; g < kGroups; ++g) {
-      batch.push_back({"e" + std::to_string(g),
-                       FifoMsg(std::to_string(g) + ":" + std::to_string(i), "g" + std::to_string(g))});
+      batch.push_back({"e" + std::to_string(g), FifoMsg(std::to_string(g) + ":" + std::to_string(i),
+                                                        "g" + std::to_string(g))});
     }
     ASSERT_EQ(Must(q_->SendBatch("q.fifo", batch)).successful.size(), static_cast<size_t>(kGroups));
   }
@@ -534,7 +540,8 @@ TEST_P(QueueConformance, ConcurrentConsumersKeepGroupOrderExactlyOnce) {
           size_t colon = m.body.find(':');
           {
             std::lock_guard<std::mutex> l(mu);
-            processed[std::stoi(m.body.substr(0, colon))].push_back(std::stoi(m.body.substr(colon + 1)));
+            processed[std::stoi(m.body.substr(0, colon))].push_back(
+                std::stoi(m.body.substr(colon + 1)));
           }
           // Delete before the lock is released by anyone else: the group stays blocked until then.
           EXPECT_TRUE(q_->Delete("q.fifo", m.receipt_handle).ok());
@@ -569,14 +576,16 @@ TEST_P(QueueConformance, RetentionRemovesOldMessages) {
   EXPECT_EQ(Bodies(Must(q_->Receive("q.fifo", Max(10)))), std::vector<std::string>{"young"});
   clock_.Advance(absl::Minutes(2));
   EXPECT_TRUE(Must(q_->Receive("q.fifo", Max(10))).empty());
-  EXPECT_EQ(Must(q_->GetAttributes("q.fifo")).visible + Must(q_->GetAttributes("q.fifo")).in_flight, 0);
+  EXPECT_EQ(Must(q_->GetAttributes("q.fifo")).visible + Must(q_->GetAttributes("q.fifo")).in_flight,
+            0);
 }
 
 TEST_P(QueueConformance, StandardAtLeastOnceAndDelay) {
   if (!features().controllable_clock) GTEST_SKIP();
   ASSERT_OK(q_->CreateQueue("s", {}));
   std::vector<SendBatchEntry> batch;
-  for (int i = 0; i < 10; ++i) batch.push_back({"e" + std::to_string(i), StdMsg("m" + std::to_string(i))});
+  for (int i = 0; i < 10; ++i)
+    batch.push_back({"e" + std::to_string(i), StdMsg("m" + std::to_string(i))});
   auto sent = Must(q_->SendBatch("s", batch));
   EXPECT_EQ(sent.successful.size(), 10u);
   SendMessageRequest delayed = StdMsg("late");
@@ -632,9 +641,8 @@ TEST_P(QueueConformance, AttributesCountVisibleInFlightDelayedAndAge) {
 
 TEST_P(QueueConformance, BatchesReportPerEntryResults) {
   ASSERT_OK(q_->CreateQueue("q.fifo", Fifo()));
-  std::vector<SendBatchEntry> batch = {{"ok1", FifoMsg("1", "g")},
-                                       {"nogroup", FifoMsg("2", "")},
-                                       {"ok2", FifoMsg("3", "g")}};
+  std::vector<SendBatchEntry> batch = {
+      {"ok1", FifoMsg("1", "g")}, {"nogroup", FifoMsg("2", "")}, {"ok2", FifoMsg("3", "g")}};
   auto r = Must(q_->SendBatch("q.fifo", batch));
   ASSERT_EQ(r.successful.size(), 2u);
   EXPECT_EQ(r.successful[0].first, "ok1");
@@ -643,7 +651,8 @@ TEST_P(QueueConformance, BatchesReportPerEntryResults) {
   EXPECT_THAT(Str(r.failed[0].error), HasSubstr("MessageGroupId"));
   auto got = Must(q_->Receive("q.fifo", Max(10)));
   ASSERT_EQ(Bodies(got), (std::vector<std::string>{"1", "3"}));
-  auto d = Must(q_->DeleteBatch("q.fifo", {{"a", got[0].receipt_handle}, {"b", "bogus"}, {"c", got[1].receipt_handle}}));
+  auto d = Must(q_->DeleteBatch(
+      "q.fifo", {{"a", got[0].receipt_handle}, {"b", "bogus"}, {"c", got[1].receipt_handle}}));
   EXPECT_EQ(d.successful.size(), 2u);
   ASSERT_EQ(d.failed.size(), 1u);
   EXPECT_EQ(d.failed[0].id, "b");
@@ -689,7 +698,8 @@ TEST_P(QueueConformance, BadInputNamesTheField) {
   EXPECT_EQ(SqsErrorName(q_->SendBatch("s", {}).status()), "EmptyBatchRequest");
   EXPECT_EQ(SqsErrorName(q_->SendBatch("s", {{"a", StdMsg("x")}, {"a", StdMsg("y")}}).status()),
             "BatchEntryIdsNotDistinct");
-  EXPECT_EQ(SqsErrorName(q_->SendBatch("s", {{"bad id", StdMsg("x")}}).status()), "InvalidBatchEntryId");
+  EXPECT_EQ(SqsErrorName(q_->SendBatch("s", {{"bad id", StdMsg("x")}}).status()),
+            "InvalidBatchEntryId");
   std::vector<SendBatchEntry> big = {{"a", FifoMsg(std::string(600, 'x'), "g", "1")},
                                      {"b", FifoMsg(std::string(600, 'y'), "g", "2")}};
   EXPECT_EQ(SqsErrorName(q_->SendBatch("q.fifo", big).status()), "BatchRequestTooLong");
@@ -714,7 +724,8 @@ static int CrossProcessChild(const QueueBackend& backend, const std::string& dir
   if (!q.ok()) return 2;
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   for (int i = 0; i < kCrossN; ++i) {
-    std::vector<SendBatchEntry> one = {{"e", FifoMsg("m" + std::to_string(i), "g" + std::to_string(i % 3))}};
+    std::vector<SendBatchEntry> one = {
+        {"e", FifoMsg("m" + std::to_string(i), "g" + std::to_string(i % 3))}};
     auto r = (*q)->SendBatch("q.fifo", one);
     if (!r.ok() || r->successful.size() != 1) return 3;
   }

@@ -9,11 +9,11 @@
 // need a short real wait.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <memory>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "absl/status/statusor.h"
 #include "outbox/clock.h"
@@ -22,9 +22,10 @@
 namespace outbox::testing {
 
 struct QueueFeatures {
-  bool controllable_clock = true;  // the backend reads the injected Clock (else time tests are skipped)
-  bool cross_process = true;       // processes opening the same location share queues
-  bool message_move = true;        // MoveMessages is supported
+  bool controllable_clock =
+      true;                   // the backend reads the injected Clock (else time tests are skipped)
+  bool cross_process = true;  // processes opening the same location share queues
+  bool message_move = true;   // MoveMessages is supported
 };
 
 struct QueueBackend {

@@ -4,8 +4,6 @@
 namespace outbox::conformance {
 namespace {
 
-
-
 std::vector<ChangeRecord> ReadAll(Store& s, const std::string& table) {
   std::vector<ChangeRecord> out;
   auto shards = s.change_feed()->ListShards(table);
@@ -111,7 +109,9 @@ TEST_P(StoreTest, PerItemOrderUnderConcurrentWriters) {
   for (int i = 0; i < kThreads; ++i) {
     ts.emplace_back([&, i] {
       for (int j = 1; j <= kEach; ++j) {
-        ASSERT_TRUE(Put("tbl", Item{{"pk", S("item" + std::to_string(i))}, {"sk", S("1")}, {"v", N(j)}}).ok());
+        ASSERT_TRUE(
+            Put("tbl", Item{{"pk", S("item" + std::to_string(i))}, {"sk", S("1")}, {"v", N(j)}})
+                .ok());
       }
     });
   }
@@ -150,9 +150,13 @@ TEST_P(StoreTest, TtlDeletesExpiredItemsWithMarkedRemoveRecords) {
   int64_t now = absl::ToUnixSeconds(clock().Now());
   ASSERT_TRUE(Put("tbl", Item{{"pk", S("old")}, {"sk", S("1")}, {"expires", N(now - 10)}}).ok());
   ASSERT_TRUE(Put("tbl", Item{{"pk", S("new")}, {"sk", S("1")}, {"expires", N(now + 100)}}).ok());
-  ASSERT_TRUE(Put("tbl", Item{{"pk", S("ms")}, {"sk", S("1")}, {"expires", N(now * 1000 + 1)}}).ok());  // ms: never
-  ASSERT_TRUE(Put("tbl", Item{{"pk", S("str")}, {"sk", S("1")}, {"expires", S("1")}}).ok());            // not N
-  ASSERT_TRUE(Put("tbl", Item{{"pk", S("ancient")}, {"sk", S("1")}, {"expires", N(now - 6 * 365 * 86400)}}).ok());
+  ASSERT_TRUE(Put("tbl", Item{{"pk", S("ms")}, {"sk", S("1")}, {"expires", N(now * 1000 + 1)}})
+                  .ok());  // ms: never
+  ASSERT_TRUE(
+      Put("tbl", Item{{"pk", S("str")}, {"sk", S("1")}, {"expires", S("1")}}).ok());  // not N
+  ASSERT_TRUE(
+      Put("tbl", Item{{"pk", S("ancient")}, {"sk", S("1")}, {"expires", N(now - 6 * 365 * 86400)}})
+          .ok());
   // Until the sweeper runs, an expired item is still readable.
   EXPECT_TRUE(Get("tbl", Key("old", "1")).has_value());
   auto n = h_->SweepTtl();

@@ -4,8 +4,6 @@
 namespace outbox::conformance {
 namespace {
 
-
-
 TEST_P(StoreTest, CreateDescribeListDeleteTable) {
   TableSpec spec = Spec();
   spec.stream_enabled = true;
@@ -84,12 +82,15 @@ TEST_P(StoreTest, NumericKeysCompareByValue) {
 
 TEST_P(StoreTest, KeyValidation) {
   Create(Spec());
-  EXPECT_DDB_ERROR(Put("tbl", I(R"({"pk":"a"})")), "ValidationException");                // missing sk
-  EXPECT_DDB_ERROR(Put("tbl", I(R"({"pk":"a","sk":5})")), "ValidationException");         // wrong type
-  EXPECT_DDB_ERROR(Put("tbl", I(R"({"pk":"","sk":"1"})")), "ValidationException");        // empty key
-  EXPECT_DDB_ERROR(Put("tbl", Item{{"pk", S(std::string(2049, 'x'))}, {"sk", S("1")}}), "ValidationException");
-  EXPECT_TRUE(Put("tbl", Item{{"pk", S(std::string(2048, 'x'))}, {"sk", S(std::string(1024, 'y'))}}).ok());
-  EXPECT_DDB_ERROR(Put("tbl", Item{{"pk", S("a")}, {"sk", S(std::string(1025, 'y'))}}), "ValidationException");
+  EXPECT_DDB_ERROR(Put("tbl", I(R"({"pk":"a"})")), "ValidationException");          // missing sk
+  EXPECT_DDB_ERROR(Put("tbl", I(R"({"pk":"a","sk":5})")), "ValidationException");   // wrong type
+  EXPECT_DDB_ERROR(Put("tbl", I(R"({"pk":"","sk":"1"})")), "ValidationException");  // empty key
+  EXPECT_DDB_ERROR(Put("tbl", Item{{"pk", S(std::string(2049, 'x'))}, {"sk", S("1")}}),
+                   "ValidationException");
+  EXPECT_TRUE(
+      Put("tbl", Item{{"pk", S(std::string(2048, 'x'))}, {"sk", S(std::string(1024, 'y'))}}).ok());
+  EXPECT_DDB_ERROR(Put("tbl", Item{{"pk", S("a")}, {"sk", S(std::string(1025, 'y'))}}),
+                   "ValidationException");
   GetRequest g;
   g.table = "tbl";
   g.key = I(R"({"pk":"a"})");
@@ -105,9 +106,11 @@ TEST_P(StoreTest, ItemSizeLimit) {
   Create(Spec());
   // 400 KB including names: pk(2+1) + sk(2+1) + "data"(4) + value.
   int64_t room = kMaxItemSize - (2 + 1) - (2 + 1) - 4;
-  EXPECT_TRUE(Put("tbl", Item{{"pk", S("a")}, {"sk", S("1")}, {"data", S(std::string(room, 'x'))}}).ok());
-  EXPECT_DDB_ERROR(Put("tbl", Item{{"pk", S("a")}, {"sk", S("2")}, {"data", S(std::string(room + 1, 'x'))}}),
-                   "ValidationException");
+  EXPECT_TRUE(
+      Put("tbl", Item{{"pk", S("a")}, {"sk", S("1")}, {"data", S(std::string(room, 'x'))}}).ok());
+  EXPECT_DDB_ERROR(
+      Put("tbl", Item{{"pk", S("a")}, {"sk", S("2")}, {"data", S(std::string(room + 1, 'x'))}}),
+      "ValidationException");
   EXPECT_FALSE(Get("tbl", Key("a", "2")).has_value());
 }
 
@@ -194,9 +197,12 @@ TEST_P(StoreTest, UpdateItemUpsertsAndReturnsValues) {
   UpdateRequest u;
   u.table = "tbl";
   u.key = Key("a", "1");
-  u.update = "SET #c = if_not_exists(#c, :zero) + :one, tags = list_append(if_not_exists(tags, :empty), :t)";
+  u.update =
+      "SET #c = if_not_exists(#c, :zero) + :one, tags = list_append(if_not_exists(tags, :empty), "
+      ":t)";
   u.args.names = {{"#c", "count"}};
-  u.args.values = {{":zero", N(0)}, {":one", N(1)}, {":empty", Value::L({})}, {":t", Value::L({S("x")})}};
+  u.args.values = {
+      {":zero", N(0)}, {":one", N(1)}, {":empty", Value::L({})}, {":t", Value::L({S("x")})}};
   u.return_values = ReturnValues::kAllNew;
   auto r = store().UpdateItem(u);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -311,8 +317,10 @@ TEST_P(StoreTest, ConcurrentConditionalWritersExactlyOneWins) {
         r.item = Item{{"pk", S("race")}, {"sk", S(std::to_string(round))}, {"w", N(i)}};
         r.condition = "attribute_not_exists(pk)";
         auto s = store().PutItem(r).status();
-        if (s.ok()) ++wins;
-        else if (DdbErrorName(s) == "ConditionalCheckFailedException") ++losses;
+        if (s.ok())
+          ++wins;
+        else if (DdbErrorName(s) == "ConditionalCheckFailedException")
+          ++losses;
       });
     }
     for (auto& t : ts) t.join();

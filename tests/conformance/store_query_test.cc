@@ -4,8 +4,6 @@
 namespace outbox::conformance {
 namespace {
 
-
-
 class QueryFixture {
  public:
   static std::vector<std::string> Sks(const QueryResult& r) {
@@ -21,7 +19,9 @@ void Fill(StoreTest* t, Store& s, int n) {
     r.table = "tbl";
     char sk[16];
     snprintf(sk, sizeof sk, "%03d", i);
-    r.item = Item{{"pk", Value::S("p")}, {"sk", Value::S(sk)}, {"i", Value::N(i)},
+    r.item = Item{{"pk", Value::S("p")},
+                  {"sk", Value::S(sk)},
+                  {"i", Value::N(i)},
                   {"odd", Value::Bool(i % 2 == 1)}};
     ASSERT_TRUE(s.PutItem(r).ok());
   }
@@ -48,7 +48,8 @@ TEST_P(StoreTest, KeyConditionsSelectRanges) {
     return r.ok() ? QueryFixture::Sks(*r) : std::vector<std::string>{};
   };
   EXPECT_EQ(run(Q("pk = :p", {{":p", S("p")}})).size(), 10u);
-  EXPECT_EQ(run(Q("pk = :p AND sk = :s", {{":p", S("p")}, {":s", S("003")}})), std::vector<std::string>{"003"});
+  EXPECT_EQ(run(Q("pk = :p AND sk = :s", {{":p", S("p")}, {":s", S("003")}})),
+            std::vector<std::string>{"003"});
   EXPECT_EQ(run(Q("pk = :p AND sk < :s", {{":p", S("p")}, {":s", S("002")}})),
             (std::vector<std::string>{"000", "001"}));
   EXPECT_EQ(run(Q("pk = :p AND sk <= :s", {{":p", S("p")}, {":s", S("001")}})),
@@ -57,10 +58,13 @@ TEST_P(StoreTest, KeyConditionsSelectRanges) {
             (std::vector<std::string>{"008", "009"}));
   EXPECT_EQ(run(Q("pk = :p AND sk >= :s", {{":p", S("p")}, {":s", S("008")}})),
             (std::vector<std::string>{"008", "009"}));
-  EXPECT_EQ(run(Q("pk = :p AND sk BETWEEN :a AND :b", {{":p", S("p")}, {":a", S("003")}, {":b", S("005")}})),
+  EXPECT_EQ(run(Q("pk = :p AND sk BETWEEN :a AND :b",
+                  {{":p", S("p")}, {":a", S("003")}, {":b", S("005")}})),
             (std::vector<std::string>{"003", "004", "005"}));
-  EXPECT_EQ(run(Q("pk = :p AND begins_with(sk, :x)", {{":p", S("p")}, {":x", S("00")}})).size(), 10u);
-  EXPECT_EQ(run(Q(":s < sk AND pk = :p", {{":p", S("p")}, {":s", S("008")}})), std::vector<std::string>{"009"});
+  EXPECT_EQ(run(Q("pk = :p AND begins_with(sk, :x)", {{":p", S("p")}, {":x", S("00")}})).size(),
+            10u);
+  EXPECT_EQ(run(Q(":s < sk AND pk = :p", {{":p", S("p")}, {":s", S("008")}})),
+            std::vector<std::string>{"009"});
   EXPECT_TRUE(run(Q("pk = :p", {{":p", S("none")}})).empty());
 }
 
@@ -122,7 +126,9 @@ TEST_P(StoreTest, OneMegabytePages) {
   Create(Spec());
   std::string blob(100 * 1024, 'x');
   for (int i = 0; i < 25; ++i) {
-    ASSERT_TRUE(Put("tbl", Item{{"pk", S("big")}, {"sk", S(std::to_string(100 + i))}, {"d", S(blob)}}).ok());
+    ASSERT_TRUE(
+        Put("tbl", Item{{"pk", S("big")}, {"sk", S(std::to_string(100 + i))}, {"d", S(blob)}})
+            .ok());
   }
   QueryRequest q = Q("pk = :p", {{":p", S("big")}});
   auto r = store().Query(q);
@@ -152,7 +158,8 @@ TEST_P(StoreTest, NumericSortKeyOrder) {
   std::vector<std::string> got;
   for (auto& it : r->items) got.push_back(it.at("sk").n().ToString());
   EXPECT_EQ(got, (std::vector<std::string>{"-100", "-2.5", "0", "0.001", "3", "10", "100"}));
-  auto r2 = store().Query(Q("pk = :p AND sk BETWEEN :a AND :b", {{":p", S("p")}, {":a", N(-3)}, {":b", N(3)}}));
+  auto r2 = store().Query(
+      Q("pk = :p AND sk BETWEEN :a AND :b", {{":p", S("p")}, {":a", N(-3)}, {":b", N(3)}}));
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(r2->items.size(), 4u);
 }
@@ -199,9 +206,11 @@ TEST_P(StoreTest, SparseGlobalSecondaryIndex) {
   Create(spec);
   ASSERT_TRUE(Put("tbl", I(R"({"pk":"a","sk":"1","status":"READY","due":5,"x":1})")).ok());
   ASSERT_TRUE(Put("tbl", I(R"({"pk":"b","sk":"1","status":"READY","due":2,"x":2})")).ok());
-  ASSERT_TRUE(Put("tbl", I(R"({"pk":"c","sk":"1","status":"READY"})")).ok());    // no range key: not indexed
-  ASSERT_TRUE(Put("tbl", I(R"({"pk":"d","sk":"1","due":1})")).ok());             // no hash key: not indexed
-  EXPECT_DDB_ERROR(Put("tbl", I(R"({"pk":"e","sk":"1","status":1,"due":1})")), "ValidationException");
+  ASSERT_TRUE(
+      Put("tbl", I(R"({"pk":"c","sk":"1","status":"READY"})")).ok());  // no range key: not indexed
+  ASSERT_TRUE(Put("tbl", I(R"({"pk":"d","sk":"1","due":1})")).ok());   // no hash key: not indexed
+  EXPECT_DDB_ERROR(Put("tbl", I(R"({"pk":"e","sk":"1","status":1,"due":1})")),
+                   "ValidationException");
   QueryRequest q = Q("#s = :r", {{":r", S("READY")}});
   q.index = "by_status";
   q.args.names = {{"#s", "status"}};
@@ -229,7 +238,11 @@ TEST_P(StoreTest, SparseGlobalSecondaryIndex) {
   d.key = Key("a", "1");
   ASSERT_TRUE(store().DeleteItem(d).ok());
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(Put("tbl", Item{{"pk", S("z" + std::to_string(i))}, {"sk", S("1")}, {"status", S("READY")}, {"due", N(7)}}).ok());
+    ASSERT_TRUE(Put("tbl", Item{{"pk", S("z" + std::to_string(i))},
+                                {"sk", S("1")},
+                                {"status", S("READY")},
+                                {"due", N(7)}})
+                    .ok());
   }
   q.limit = 2;
   std::set<std::string> seen;

@@ -40,8 +40,8 @@ class SqliteHarness final : public StoreHarness {
 };
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, StoreTest,
-                         ::testing::Values(StoreBackend{"sqlite", [] { return std::make_unique<SqliteHarness>(); },
-                                                        true}),
+                         ::testing::Values(StoreBackend{
+                             "sqlite", [] { return std::make_unique<SqliteHarness>(); }, true}),
                          BackendName);
 
 // ---- process-level atomicity ------------------------------------------------------
@@ -62,10 +62,10 @@ constexpr int kItemsPerTxn = 10;
   for (int batch = 0;; ++batch) {
     TransactWriteRequest req;
     for (int i = 0; i < kItemsPerTxn; ++i) {
-      req.items.push_back(TransactWriteItem::Put(
-          "tbl", Item{{"pk", Value::S("run-" + std::to_string(getpid()))},
-                    {"sk", Value::S(fmt::format("{:08d}#{}", batch, i))},
-                    {"pad", Value::S(std::string(2000, 'x'))}}));
+      req.items.push_back(
+          TransactWriteItem::Put("tbl", Item{{"pk", Value::S("run-" + std::to_string(getpid()))},
+                                             {"sk", Value::S(fmt::format("{:08d}#{}", batch, i))},
+                                             {"pad", Value::S(std::string(2000, 'x'))}}));
     }
     if (!(*store)->TransactWriteItems(req).ok()) _exit(5);
   }

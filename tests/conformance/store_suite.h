@@ -108,9 +108,9 @@ class StoreTest : public ::testing::TestWithParam<StoreBackend> {
 
 }  // namespace outbox::conformance
 
-#define EXPECT_DDB_ERROR(status_expr, name)                                        \
-  do {                                                                             \
-    absl::Status _st = (status_expr);                                              \
-    EXPECT_FALSE(_st.ok()) << "expected " << name;                                 \
-    EXPECT_EQ(::outbox::DdbErrorName(_st), name) << _st;                           \
+#define EXPECT_DDB_ERROR(status_expr, name)              \
+  do {                                                   \
+    absl::Status _st = (status_expr);                    \
+    EXPECT_FALSE(_st.ok()) << "expected " << name;       \
+    EXPECT_EQ(::outbox::DdbErrorName(_st), name) << _st; \
   } while (0)

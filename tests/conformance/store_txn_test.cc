@@ -4,9 +4,8 @@
 namespace outbox::conformance {
 namespace {
 
-
-
-TransactWriteItem CondCheck(const std::string& table, Item key, std::string cond, AttrValues vals = {}) {
+TransactWriteItem CondCheck(const std::string& table, Item key, std::string cond,
+                            AttrValues vals = {}) {
   TransactWriteItem w;
   w.kind = TransactWriteItem::Kind::kConditionCheck;
   w.table = table;
@@ -44,7 +43,9 @@ TEST_P(StoreTest, AllOrNothing) {
   EXPECT_EQ(reasons[0].code, "ConditionalCheckFailed");
   EXPECT_EQ(reasons[1].code, "None");
   EXPECT_EQ(reasons[2].code, "None");
-  EXPECT_NE(std::string(s.message()).find("[ConditionalCheckFailed, None, None]"), std::string::npos) << s;
+  EXPECT_NE(std::string(s.message()).find("[ConditionalCheckFailed, None, None]"),
+            std::string::npos)
+      << s;
   EXPECT_FALSE(Get("tbl", Key("ev", "3")).has_value());
   EXPECT_FALSE(Get("tbl", Key("order", "o2")).has_value());
 }
@@ -90,7 +91,8 @@ TEST_P(StoreTest, RequestLevelErrors) {
   EXPECT_DDB_ERROR(store().TransactWriteItems(empty), "ValidationException");
   TransactWriteRequest big;
   for (int i = 0; i < 101; ++i) {
-    big.items.push_back(TransactWriteItem::Put("tbl", Item{{"pk", S("p")}, {"sk", S(std::to_string(i))}}));
+    big.items.push_back(
+        TransactWriteItem::Put("tbl", Item{{"pk", S("p")}, {"sk", S(std::to_string(i))}}));
   }
   EXPECT_DDB_ERROR(store().TransactWriteItems(big), "ValidationException");
   big.items.pop_back();
@@ -118,7 +120,9 @@ TEST_P(StoreTest, RequestLevelErrors) {
   TransactWriteRequest huge;
   for (int i = 0; i < 11; ++i) {
     huge.items.push_back(TransactWriteItem::Put(
-        "tbl", Item{{"pk", S("h")}, {"sk", S(std::to_string(i))}, {"d", S(std::string(390 * 1024, 'x'))}}));
+        "tbl",
+        Item{
+            {"pk", S("h")}, {"sk", S(std::to_string(i))}, {"d", S(std::string(390 * 1024, 'x'))}}));
   }
   EXPECT_DDB_ERROR(store().TransactWriteItems(huge), "ValidationException");
   EXPECT_FALSE(Get("tbl", Key("h", "0")).has_value());
@@ -192,7 +196,8 @@ TEST_P(StoreTest, ConcurrentTransactionsOnOneHeadNeverFork) {
         upd.args.names = {{"#l", "last"}};
         upd.args.values = {{":n", N(last + 1)}, {":prev", N(last)}};
         req.items.push_back(upd);
-        TransactWriteItem ev = TransactWriteItem::Put("tbl", Item{{"pk", S("ev")}, {"sk", S(std::to_string(last + 1))}});
+        TransactWriteItem ev = TransactWriteItem::Put(
+            "tbl", Item{{"pk", S("ev")}, {"sk", S(std::to_string(last + 1))}});
         ev.condition = "attribute_not_exists(pk)";
         req.items.push_back(ev);
         auto s = store().TransactWriteItems(req);

@@ -8,8 +8,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "support/command.h"
 #include "nlohmann/json.hpp"
+#include "support/command.h"
 
 namespace {
 
@@ -79,10 +79,13 @@ pattern = '{"payload":{"amount":[{"numeric":[">",0]}]}}'
 TEST(CatalogCli, UsageAndConfigErrorsExit2) {
   EXPECT_EQ(Outbox("catalog check").code, 2);
   EXPECT_EQ(Outbox("catalog check --config /nonexistent/outbox.toml").code, 2);
-  const std::string cfg = Write("catalog_cli_typo.toml", "[[subscriptions]]\nname = \"x\"\nglob = \"a\"\nlane = \"DURABEL\"\n");
+  const std::string cfg =
+      Write("catalog_cli_typo.toml",
+            "[[subscriptions]]\nname = \"x\"\nglob = \"a\"\nlane = \"DURABEL\"\n");
   CmdResult r = Outbox("catalog check --config " + cfg);
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.out, HasSubstr(":4: subscriptions[0].lane: must be one of INLINE, LOCAL, DURABLE, BEST_EFFORT, got \"DURABEL\""));
+  EXPECT_THAT(r.out, HasSubstr(":4: subscriptions[0].lane: must be one of INLINE, LOCAL, DURABLE, "
+                               "BEST_EFFORT, got \"DURABEL\""));
   EXPECT_EQ(Outbox("catalog export --config " + cfg + " -o xml").code, 2);
 }
 

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "support/command.h"
 #include "nlohmann/json.hpp"
+#include "support/command.h"
 
 namespace {
 

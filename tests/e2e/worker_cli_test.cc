@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "support/command.h"
 #include "nlohmann/json.hpp"
+#include "support/command.h"
 
 namespace {
 
@@ -95,7 +95,8 @@ TEST_F(WorkerCli, SigtermStopsGracefully) {
   if (pid == 0) {
     freopen(out.c_str(), "w", stdout);
     freopen("/dev/null", "w", stderr);
-    execl(bin, bin, "worker", "--db", db_.c_str(), "--config", config_.c_str(), static_cast<char*>(nullptr));
+    execl(bin, bin, "worker", "--db", db_.c_str(), "--config", config_.c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   // Wait until the running worker has drained the queue, then stop it.

@@ -17,36 +17,39 @@ using namespace outbox;
 const ExpressionArgs& Args() {
   static const auto* a = [] {
     auto* args = new ExpressionArgs();
-    args->names = {{"#a", "a"}, {"#b", "b"}, {"#pk", "pk"}, {"#sk", "sk"}, {"#d", "x.y"}, {"#l", "l"}};
-    args->values = {{":s", Value::S("abc")},
-                    {":e", Value::S("")},
-                    {":n", Value::N(5)},
-                    {":big", Value::N(*Decimal::Parse("9.9999999999999999999999999999999999999E+125"))},
-                    {":b", Value::B(std::string("\x00\xff", 2))},
-                    {":t", Value::Bool(true)},
-                    {":null", Value::NullValue()},
-                    {":l", Value::L({Value::N(1), Value::S("x")})},
-                    {":m", Value::M({{"k", Value::S("v")}})},
-                    {":ss", Value::SS({"a", "b"})},
-                    {":ns", Value::NS({Decimal::FromInt64(1), Decimal::FromInt64(2)})},
-                    {":bs", Value::BS({"\x01", "\x02"})},
-                    {":type", Value::S("N")}};
+    args->names = {{"#a", "a"},   {"#b", "b"},   {"#pk", "pk"},
+                   {"#sk", "sk"}, {"#d", "x.y"}, {"#l", "l"}};
+    args->values = {
+        {":s", Value::S("abc")},
+        {":e", Value::S("")},
+        {":n", Value::N(5)},
+        {":big", Value::N(*Decimal::Parse("9.9999999999999999999999999999999999999E+125"))},
+        {":b", Value::B(std::string("\x00\xff", 2))},
+        {":t", Value::Bool(true)},
+        {":null", Value::NullValue()},
+        {":l", Value::L({Value::N(1), Value::S("x")})},
+        {":m", Value::M({{"k", Value::S("v")}})},
+        {":ss", Value::SS({"a", "b"})},
+        {":ns", Value::NS({Decimal::FromInt64(1), Decimal::FromInt64(2)})},
+        {":bs", Value::BS({"\x01", "\x02"})},
+        {":type", Value::S("N")}};
     return args;
   }();
   return *a;
 }
 
 Item FixedItem() {
-  return Item{{"pk", Value::S("p")},
-              {"sk", Value::S("s")},
-              {"a", Value::N(3)},
-              {"b", Value::S("abcdef")},
-              {"l", Value::L({Value::N(1), Value::L({Value::S("z")}), Value::M({{"q", Value::N(2)}})})},
-              {"m", Value::M({{"x", Value::M({{"y", Value::S("deep")}})}, {"n", Value::N(-1)}})},
-              {"ss", Value::SS({"a", "c"})},
-              {"ns", Value::NS({Decimal::FromInt64(7)})},
-              {"bin", Value::B("bytes")},
-              {"flag", Value::Bool(false)}};
+  return Item{
+      {"pk", Value::S("p")},
+      {"sk", Value::S("s")},
+      {"a", Value::N(3)},
+      {"b", Value::S("abcdef")},
+      {"l", Value::L({Value::N(1), Value::L({Value::S("z")}), Value::M({{"q", Value::N(2)}})})},
+      {"m", Value::M({{"x", Value::M({{"y", Value::S("deep")}})}, {"n", Value::N(-1)}})},
+      {"ss", Value::SS({"a", "c"})},
+      {"ns", Value::NS({Decimal::FromInt64(7)})},
+      {"bin", Value::B("bytes")},
+      {"flag", Value::Bool(false)}};
 }
 
 }  // namespace
@@ -60,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (selector) {
     case 0:
     case 1: {
-      auto c = expr::Condition::Parse(text, selector == 0 ? expr::Kind::kCondition : expr::Kind::kFilter);
+      auto c = expr::Condition::Parse(text,
+                                      selector == 0 ? expr::Kind::kCondition : expr::Kind::kFilter);
       if (!c.ok()) return 0;
       if (!(*c)->Validate(args, &used).ok()) return 0;
       (void)(*c)->Evaluate(FixedItem(), args);

@@ -178,10 +178,10 @@ class World {
   std::map<std::string, std::string> last_result_;  // ok | retryable | terminal | timeout
   std::map<std::string, int> last_attempt_;
   std::map<std::string, std::vector<int64_t>>
-      first_exec_;                       // "<tenant>|<sub>" -> seqs in first-run order
-  std::set<std::string> executed_;       // keys run at least once
-  std::set<std::string> judged_;         // dead letters already judged (name#runs)
-  std::set<std::string> exempt_;         // aliases re-enqueued before their first run
+      first_exec_;                  // "<tenant>|<sub>" -> seqs in first-run order
+  std::set<std::string> executed_;  // keys run at least once
+  std::set<std::string> judged_;    // dead letters already judged (name#runs)
+  std::set<std::string> exempt_;    // aliases re-enqueued before their first run
 
   std::vector<std::string> violations_;
   std::string trace_;
@@ -738,8 +738,8 @@ void World::CheckDeadLettersMatchInbox(const char* when) {
         if (!row.ok() || !*row) continue;
         const std::string k = std::string(d.name) + "|" + Alias(t, e.seq);
         if ((*row)->status == InboxStatus::kDead) dead_rows.insert(k);
-        if ((*row)->dead_letter_open && ((*row)->status == InboxStatus::kPending ||
-                                         (*row)->status == InboxStatus::kRetry))
+        if ((*row)->dead_letter_open &&
+            ((*row)->status == InboxStatus::kPending || (*row)->status == InboxStatus::kRetry))
           revived_rows.insert(k);
       }
     }
@@ -922,8 +922,7 @@ SimResult World::Run() {
       bool letters_left = false;
       for (const std::string& t : Tenants()) {
         for (Item& dl : DeadLetters(t)) {
-          letters_left |= dl["state"].s() == "REDRIVING" ||
-                          dl["state"].s() == "DEAD";
+          letters_left |= dl["state"].s() == "REDRIVING" || dl["state"].s() == "DEAD";
         }
       }
       if (a.ok() && d.ok() &&

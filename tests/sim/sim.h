@@ -16,8 +16,8 @@ namespace outbox::sim {
 struct SimConfig {
   uint64_t seed = 1;
   testing::Mutation mutation = testing::Mutation::kNone;
-  std::set<int> drop;   // fault numbers to suppress (shrinking / --drop)
-  bool trace = false;   // keep the full trace text in the result
+  std::set<int> drop;  // fault numbers to suppress (shrinking / --drop)
+  bool trace = false;  // keep the full trace text in the result
   bool real_ops =
       false;  // redrive/replay through ops::Ops (else the simulation's crash-safe redrive)
 };

@@ -54,8 +54,9 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", seeds, "a range A..B (inclusive)");
   app.add_option("--mutation", mutation, "none | claim_only_if_absent | dead_on_first_failure");
   std::string ops_mode = "real";
-  app.add_option("--ops", ops_mode,
-                 "real (ops::Ops redrive/replay, the default) | sim (the simulation's own redrive)");
+  app.add_option(
+      "--ops", ops_mode,
+      "real (ops::Ops redrive/replay, the default) | sim (the simulation's own redrive)");
   app.add_option("--drop", drop, "comma-separated fault numbers to suppress");
   app.add_flag("--trace", trace, "print the whole trace");
   app.add_flag("--shrink", shrink, "with --seed: drop faults while the failure persists");

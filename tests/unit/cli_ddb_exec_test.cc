@@ -35,7 +35,9 @@ class DdbExecTest : public ::testing::Test {
     ASSERT_TRUE(r.ok()) << r.status();
     created_ = *r;
   }
-  absl::StatusOr<json> Run(std::string_view op, const char* body) { return Execute(*store_, op, J(body)); }
+  absl::StatusOr<json> Run(std::string_view op, const char* body) {
+    return Execute(*store_, op, J(body));
+  }
   json Ok(std::string_view op, const char* body) {
     auto r = Run(op, body);
     EXPECT_TRUE(r.ok()) << op << ": " << r.status();
@@ -67,25 +69,37 @@ TEST_F(DdbExecTest, CreateAndDescribeTable) {
   EXPECT_EQ(Ok("ListTables", "{}"), J(R"({"TableNames":["orders"]})"));
   EXPECT_EQ(Ok("DescribeTimeToLive", R"({"TableName":"orders"})"),
             J(R"({"TimeToLiveDescription":{"TimeToLiveStatus":"ENABLED","AttributeName":"exp"}})"));
-  EXPECT_EQ(Ok("UpdateTimeToLive", R"({"TableName":"orders","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}})"),
-            J(R"({"TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}})"));
-  EXPECT_EQ(Err("UpdateTimeToLive", R"({"TableName":"orders","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":false}})")["__type"],
-            "com.amazon.coral.validate#ValidationException");
-  EXPECT_EQ(Err("CreateTable", R"({"TableName":"orders","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
+  EXPECT_EQ(
+      Ok("UpdateTimeToLive",
+         R"({"TableName":"orders","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}})"),
+      J(R"({"TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}})"));
+  EXPECT_EQ(
+      Err("UpdateTimeToLive",
+          R"({"TableName":"orders","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":false}})")
+          ["__type"],
+      "com.amazon.coral.validate#ValidationException");
+  EXPECT_EQ(
+      Err("CreateTable",
+          R"({"TableName":"orders","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
       "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]})")["__type"],
-            "com.amazonaws.dynamodb.v20120810#ResourceInUseException");
+      "com.amazonaws.dynamodb.v20120810#ResourceInUseException");
   EXPECT_EQ(Err("DescribeTable", R"({"TableName":"nope"})")["__type"],
             "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException");
 }
 
 TEST_F(DdbExecTest, ItemLifecycle) {
-  EXPECT_EQ(Ok("PutItem", R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"1.50"},"st":{"S":"new"}}})"),
-            json::object());
+  EXPECT_EQ(
+      Ok("PutItem",
+         R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"1.50"},"st":{"S":"new"}}})"),
+      json::object());
   EXPECT_EQ(Ok("GetItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}}})"),
             J(R"({"Item":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"1.5"},"st":{"S":"new"}}})"));
-  EXPECT_EQ(Ok("GetItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"2"}}})"), json::object());
-  EXPECT_EQ(Ok("PutItem", R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"2"}},"ReturnValues":"ALL_OLD"})"),
-            J(R"({"Attributes":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"1.5"},"st":{"S":"new"}}})"));
+  EXPECT_EQ(Ok("GetItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"2"}}})"),
+            json::object());
+  EXPECT_EQ(
+      Ok("PutItem",
+         R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"2"}},"ReturnValues":"ALL_OLD"})"),
+      J(R"({"Attributes":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"1.5"},"st":{"S":"new"}}})"));
   EXPECT_EQ(Ok("UpdateItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}},
       "UpdateExpression":"ADD n :one SET #s = :s","ExpressionAttributeNames":{"#s":"st"},
       "ExpressionAttributeValues":{":one":{"N":"1"},":s":{"S":"paid"}},"ReturnValues":"UPDATED_NEW"})"),
@@ -96,10 +110,13 @@ TEST_F(DdbExecTest, ItemLifecycle) {
   EXPECT_EQ(ccf["__type"], "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException");
   EXPECT_EQ(ccf["message"], "The conditional request failed");
   EXPECT_EQ(ccf["Item"]["n"], J(R"({"N":"3"})"));
-  EXPECT_EQ(Ok("DeleteItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}},"ReturnValues":"ALL_OLD"})")
-                ["Attributes"]["st"],
-            J(R"({"S":"paid"})"));
-  EXPECT_EQ(Ok("DeleteItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}}})"), json::object());
+  EXPECT_EQ(
+      Ok("DeleteItem",
+         R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}},"ReturnValues":"ALL_OLD"})")
+          ["Attributes"]["st"],
+      J(R"({"S":"paid"})"));
+  EXPECT_EQ(Ok("DeleteItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"},"sk":{"S":"1"}}})"),
+            json::object());
   // Store-level validation comes back as DynamoDB errors.
   json bad_key = Err("GetItem", R"({"TableName":"orders","Key":{"pk":{"S":"a"}}})");
   EXPECT_EQ(bad_key["__type"], "com.amazon.coral.validate#ValidationException");
@@ -110,8 +127,8 @@ TEST_F(DdbExecTest, ItemLifecycle) {
 
 TEST_F(DdbExecTest, QueryPagesAndCount) {
   for (int i = 0; i < 5; ++i) {
-    std::string body = R"({"TableName":"orders","Item":{"pk":{"S":"q"},"sk":{"S":")" + std::to_string(i) +
-                       R"("},"v":{"N":")" + std::to_string(i) + R"("}}})";
+    std::string body = R"({"TableName":"orders","Item":{"pk":{"S":"q"},"sk":{"S":")" +
+                       std::to_string(i) + R"("},"v":{"N":")" + std::to_string(i) + R"("}}})";
     ASSERT_TRUE(Execute(*store_, "PutItem", json::parse(body)).ok());
   }
   json page = Ok("Query", R"({"TableName":"orders","KeyConditionExpression":"pk = :p",
@@ -146,7 +163,8 @@ TEST_F(DdbExecTest, Transactions) {
                          "ExpressionAttributeValues":{":two":{"N":"2"}},"ReturnValuesOnConditionCheckFailure":"ALL_OLD"}}]})");
   EXPECT_EQ(err["__type"], "com.amazonaws.dynamodb.v20120810#TransactionCanceledException");
   EXPECT_EQ(err["Message"],
-            "Transaction cancelled, please refer cancellation reasons for specific reasons [None, ConditionalCheckFailed]");
+            "Transaction cancelled, please refer cancellation reasons for specific reasons [None, "
+            "ConditionalCheckFailed]");
   ASSERT_EQ(err["CancellationReasons"].size(), 2u);
   EXPECT_EQ(err["CancellationReasons"][0], J(R"({"Code":"None"})"));
   EXPECT_EQ(err["CancellationReasons"][1]["Code"], "ConditionalCheckFailed");

@@ -44,7 +44,8 @@ TEST(DdbApiJson, QueryResponse) {
   r.scanned_count = 3;
   r.last_evaluated_key = D(R"({"pk":{"S":"a"},"sk":{"S":"3"}})");
   json j = QueryResponseToJson(r);
-  EXPECT_EQ(j, J(R"({"Items":[{"pk":{"S":"a"},"sk":{"S":"1"}},{"pk":{"S":"a"},"sk":{"S":"2"}}],"Count":2,
+  EXPECT_EQ(
+      j, J(R"({"Items":[{"pk":{"S":"a"},"sk":{"S":"1"}},{"pk":{"S":"a"},"sk":{"S":"2"}}],"Count":2,
                     "ScannedCount":3,"LastEvaluatedKey":{"pk":{"S":"a"},"sk":{"S":"3"}}})"));
   auto back = QueryResponseFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status();
@@ -91,7 +92,9 @@ TEST(DdbApiJson, TableDescriptionRoundTrip) {
   EXPECT_EQ(j["TableStatus"], "ACTIVE");
   EXPECT_DOUBLE_EQ(j["CreationDateTime"].get<double>(), 1700000000.25);
   EXPECT_EQ(j["ItemCount"], 7);
-  EXPECT_EQ(j["KeySchema"], J(R"([{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}])"));
+  EXPECT_EQ(
+      j["KeySchema"],
+      J(R"([{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}])"));
   EXPECT_EQ(j["AttributeDefinitions"], J(R"([{"AttributeName":"pk","AttributeType":"S"},
       {"AttributeName":"sk","AttributeType":"N"},{"AttributeName":"b","AttributeType":"B"}])"));
   EXPECT_EQ(j["StreamSpecification"], J(R"({"StreamEnabled":true,"StreamViewType":"KEYS_ONLY"})"));
@@ -117,7 +120,8 @@ TEST(DdbApiJson, TableDescriptionRoundTrip) {
 
 TEST(DdbApiJson, TimeToLiveDescription) {
   TableSpec s;
-  EXPECT_EQ(TimeToLiveDescriptionToJson(s), J(R"({"TimeToLiveDescription":{"TimeToLiveStatus":"DISABLED"}})"));
+  EXPECT_EQ(TimeToLiveDescriptionToJson(s),
+            J(R"({"TimeToLiveDescription":{"TimeToLiveStatus":"DISABLED"}})"));
   s.ttl_attribute = "exp";
   EXPECT_EQ(TimeToLiveDescriptionToJson(s),
             J(R"({"TimeToLiveDescription":{"TimeToLiveStatus":"ENABLED","AttributeName":"exp"}})"));
@@ -173,15 +177,18 @@ TEST(DdbApiErrors, TransactionCanceled) {
 }
 
 TEST(DdbApiErrors, FromJsonVariants) {
-  absl::Status a = ErrorFromJson(400, J(R"({"__type":"com.amazon.coral.validate#ValidationException","message":"m1"})"));
+  absl::Status a = ErrorFromJson(
+      400, J(R"({"__type":"com.amazon.coral.validate#ValidationException","message":"m1"})"));
   EXPECT_EQ(DdbErrorName(a), "ValidationException");
   EXPECT_EQ(a.message(), "m1");
   EXPECT_EQ(a.code(), absl::StatusCode::kInvalidArgument);
-  absl::Status b = ErrorFromJson(400, J(R"({"__type":"a#b#ProvisionedThroughputExceededException","Message":"m2"})"));
+  absl::Status b = ErrorFromJson(
+      400, J(R"({"__type":"a#b#ProvisionedThroughputExceededException","Message":"m2"})"));
   EXPECT_EQ(DdbErrorName(b), "ProvisionedThroughputExceededException");
   EXPECT_EQ(b.message(), "m2");
   EXPECT_TRUE(IsRetryable(b));
-  absl::Status c = ErrorFromJson(400, J(R"({"__type":"ResourceNotFoundException","message":"gone"})"));
+  absl::Status c =
+      ErrorFromJson(400, J(R"({"__type":"ResourceNotFoundException","message":"gone"})"));
   EXPECT_EQ(c.code(), absl::StatusCode::kNotFound);
   absl::Status d = ErrorFromJson(500, json());
   EXPECT_EQ(DdbErrorName(d), "InternalServerError");
@@ -189,9 +196,10 @@ TEST(DdbApiErrors, FromJsonVariants) {
   EXPECT_EQ(DdbErrorName(e), "ServiceUnavailable");
   EXPECT_TRUE(IsRetryable(e));
   // Round trip of every error through JSON keeps name and message.
-  for (const absl::Status& s : {ValidationError("v"), DdbError(ddb_error::kTransactionConflict, "tc"),
-                                DdbError(ddb_error::kIdempotentParameterMismatch, "ipm"),
-                                DdbError(ddb_error::kResourceInUse, "in use")}) {
+  for (const absl::Status& s :
+       {ValidationError("v"), DdbError(ddb_error::kTransactionConflict, "tc"),
+        DdbError(ddb_error::kIdempotentParameterMismatch, "ipm"),
+        DdbError(ddb_error::kResourceInUse, "in use")}) {
     absl::Status r = ErrorFromJson(HttpStatusFor(s), ErrorToJson(s));
     EXPECT_EQ(DdbErrorName(r), DdbErrorName(s));
     EXPECT_EQ(r.message(), s.message());

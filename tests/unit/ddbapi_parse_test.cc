@@ -128,7 +128,8 @@ TEST(DdbApiParse, CreateTableRoundTrip) {
 }
 
 TEST(DdbApiParse, CreateTableTtlExtension) {
-  auto r = ParseCreateTable(J(R"({"TableName":"t_1","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
+  auto r = ParseCreateTable(
+      J(R"({"TableName":"t_1","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
     "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],
     "TimeToLiveSpecification":{"AttributeName":"expires","Enabled":true}})"));
   ASSERT_TRUE(r.ok()) << r.status();
@@ -137,12 +138,14 @@ TEST(DdbApiParse, CreateTableTtlExtension) {
 }
 
 TEST(DdbApiParse, UpdateTimeToLiveRoundTrip) {
-  json body = J(R"({"TableName":"tbl","TimeToLiveSpecification":{"AttributeName":"ttl","Enabled":true}})");
+  json body =
+      J(R"({"TableName":"tbl","TimeToLiveSpecification":{"AttributeName":"ttl","Enabled":true}})");
   auto r = ParseUpdateTimeToLive(body);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(*r, (TimeToLiveUpdate{"tbl", "ttl", true}));
   EXPECT_EQ(ToJson(*r), body);
-  ExpectError(ParseUpdateTimeToLive(J(R"({"TableName":"tbl","TimeToLiveSpecification":{"AttributeName":"ttl"}})")),
+  ExpectError(ParseUpdateTimeToLive(
+                  J(R"({"TableName":"tbl","TimeToLiveSpecification":{"AttributeName":"ttl"}})")),
               "ValidationException", "timeToLiveSpecification.enabled");
 }
 
@@ -152,151 +155,213 @@ TEST(DdbApiParse, TableName) {
   EXPECT_EQ(*r, "tbl");
   EXPECT_EQ(TableNameJson("tbl"), J(R"({"TableName":"tbl"})"));
   ExpectError(ParseTableName(J(R"({"TableName":"ab"})")), "ValidationException",
-              "Value 'ab' at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to 3");
-  ExpectError(ParseTableName(J(R"({"TableName":"a b c"})")), "ValidationException", "regular expression pattern");
+              "Value 'ab' at 'tableName' failed to satisfy constraint: Member must have length "
+              "greater than or equal to 3");
+  ExpectError(ParseTableName(J(R"({"TableName":"a b c"})")), "ValidationException",
+              "regular expression pattern");
   ExpectError(ParseTableName(J(R"({})")), "ValidationException",
-              "1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null");
+              "1 validation error detected: Value null at 'tableName' failed to satisfy "
+              "constraint: Member must not be null");
 }
 
 // ---- strict errors ---------------------------------------------------------------
 
 TEST(DdbApiParse, UnknownFieldNamed) {
-  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":{"pk":{"S":"a"}},"Bogus":1})")), "ValidationException",
-              "Bogus");
-  ExpectError(ParseTransactWriteItems(J(R"({"TransactItems":[{"Put":{"TableName":"tbl","Item":{},"Nope":true}}]})")),
+  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":{"pk":{"S":"a"}},"Bogus":1})")),
+              "ValidationException", "Bogus");
+  ExpectError(ParseTransactWriteItems(
+                  J(R"({"TransactItems":[{"Put":{"TableName":"tbl","Item":{},"Nope":true}}]})")),
               "ValidationException", "transactItems.1.member.put.Nope");
 }
 
 TEST(DdbApiParse, MissingRequiredFields) {
-  ExpectError(ParsePutItem(J(R"({"TableName":"tbl"})")), "ValidationException", "Value null at 'item'");
-  ExpectError(ParseGetItem(J(R"({"Key":{"pk":{"S":"a"}}})")), "ValidationException", "Value null at 'tableName'");
-  ExpectError(ParseUpdateItem(J(R"({"TableName":"tbl"})")), "ValidationException", "Value null at 'key'");
+  ExpectError(ParsePutItem(J(R"({"TableName":"tbl"})")), "ValidationException",
+              "Value null at 'item'");
+  ExpectError(ParseGetItem(J(R"({"Key":{"pk":{"S":"a"}}})")), "ValidationException",
+              "Value null at 'tableName'");
+  ExpectError(ParseUpdateItem(J(R"({"TableName":"tbl"})")), "ValidationException",
+              "Value null at 'key'");
   ExpectError(ParseQuery(J(R"({"TableName":"tbl"})")), "ValidationException",
               "Either the KeyConditions or KeyConditionExpression parameter must be specified");
-  ExpectError(ParseTransactWriteItems(J(R"({})")), "ValidationException", "Value null at 'transactItems'");
-  ExpectError(ParseTransactWriteItems(J(R"({"TransactItems":[{"ConditionCheck":{"TableName":"tbl","Key":{"pk":{"S":"a"}}}}]})")),
-              "ValidationException", "transactItems.1.member.conditionCheck.conditionExpression");
-  ExpectError(ParseTransactWriteItems(J(R"({"TransactItems":[{"Update":{"TableName":"tbl","Key":{"pk":{"S":"a"}}}}]})")),
+  ExpectError(ParseTransactWriteItems(J(R"({})")), "ValidationException",
+              "Value null at 'transactItems'");
+  ExpectError(
+      ParseTransactWriteItems(J(
+          R"({"TransactItems":[{"ConditionCheck":{"TableName":"tbl","Key":{"pk":{"S":"a"}}}}]})")),
+      "ValidationException", "transactItems.1.member.conditionCheck.conditionExpression");
+  ExpectError(ParseTransactWriteItems(J(
+                  R"({"TransactItems":[{"Update":{"TableName":"tbl","Key":{"pk":{"S":"a"}}}}]})")),
               "ValidationException", "transactItems.1.member.update.updateExpression");
-  ExpectError(ParseCreateTable(J(R"({"TableName":"tbl","KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]})")),
+  ExpectError(ParseCreateTable(J(
+                  R"({"TableName":"tbl","KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]})")),
               "ValidationException", "attributeDefinitions");
 }
 
 TEST(DdbApiParse, EmptyExpressionMaps) {
-  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":{"pk":{"S":"a"}},"ExpressionAttributeNames":{}})")),
+  ExpectError(ParsePutItem(J(
+                  R"({"TableName":"tbl","Item":{"pk":{"S":"a"}},"ExpressionAttributeNames":{}})")),
               "ValidationException", "ExpressionAttributeNames must not be empty");
-  ExpectError(ParseUpdateItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ExpressionAttributeValues":{}})")),
+  ExpectError(ParseUpdateItem(J(
+                  R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ExpressionAttributeValues":{}})")),
               "ValidationException", "ExpressionAttributeValues must not be empty");
-  ExpectError(ParseGetItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ExpressionAttributeNames":{}})")),
+  ExpectError(ParseGetItem(
+                  J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ExpressionAttributeNames":{}})")),
               "ValidationException", "ExpressionAttributeNames must not be empty");
-  ExpectError(ParseQuery(J(R"({"TableName":"tbl","KeyConditionExpression":"pk = :p","ExpressionAttributeValues":{}})")),
-              "ValidationException", "ExpressionAttributeValues must not be empty");
+  ExpectError(
+      ParseQuery(J(
+          R"({"TableName":"tbl","KeyConditionExpression":"pk = :p","ExpressionAttributeValues":{}})")),
+      "ValidationException", "ExpressionAttributeValues must not be empty");
 }
 
 TEST(DdbApiParse, BadEnums) {
-  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":{"pk":{"S":"a"}},"ReturnValues":"EVERYTHING"})")),
-              "ValidationException",
-              "1 validation error detected: Value 'EVERYTHING' at 'returnValues' failed to satisfy constraint: "
-              "Member must satisfy enum value set: [NONE, ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATED_NEW]");
-  ExpectError(ParseQuery(J(R"({"TableName":"tbl","KeyConditionExpression":"pk = :p","Select":"SOME"})")),
-              "ValidationException",
-              "Value 'SOME' at 'select' failed to satisfy constraint: Member must satisfy enum value set: "
-              "[ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES, SPECIFIC_ATTRIBUTES, COUNT]");
-  ExpectError(ParseDeleteItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ReturnValuesOnConditionCheckFailure":"ALL_NEW"})")),
-              "ValidationException", "at 'returnValuesOnConditionCheckFailure'");
-  ExpectError(ParseGetItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ReturnConsumedCapacity":"ALL"})")),
+  ExpectError(
+      ParsePutItem(J(R"({"TableName":"tbl","Item":{"pk":{"S":"a"}},"ReturnValues":"EVERYTHING"})")),
+      "ValidationException",
+      "1 validation error detected: Value 'EVERYTHING' at 'returnValues' failed to satisfy "
+      "constraint: "
+      "Member must satisfy enum value set: [NONE, ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATED_NEW]");
+  ExpectError(
+      ParseQuery(J(R"({"TableName":"tbl","KeyConditionExpression":"pk = :p","Select":"SOME"})")),
+      "ValidationException",
+      "Value 'SOME' at 'select' failed to satisfy constraint: Member must satisfy enum value set: "
+      "[ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES, SPECIFIC_ATTRIBUTES, COUNT]");
+  ExpectError(
+      ParseDeleteItem(J(
+          R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ReturnValuesOnConditionCheckFailure":"ALL_NEW"})")),
+      "ValidationException", "at 'returnValuesOnConditionCheckFailure'");
+  ExpectError(ParseGetItem(J(
+                  R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ReturnConsumedCapacity":"ALL"})")),
               "ValidationException", "at 'returnConsumedCapacity'");
-  ExpectError(ParseCreateTable(J(R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"X"}],
+  ExpectError(
+      ParseCreateTable(J(
+          R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"X"}],
       "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]})")),
-              "ValidationException", "Value 'X' at 'attributeDefinitions.1.member.attributeType'");
+      "ValidationException", "Value 'X' at 'attributeDefinitions.1.member.attributeType'");
   ExpectError(ParseTransactWriteItems(J(R"({"TransactItems":[{"Put":{"TableName":"tbl","Item":{},
       "ReturnValuesOnConditionCheckFailure":"X"}}]})")),
-              "ValidationException", "at 'transactItems.1.member.put.returnValuesOnConditionCheckFailure'");
+              "ValidationException",
+              "at 'transactItems.1.member.put.returnValuesOnConditionCheckFailure'");
 }
 
 TEST(DdbApiParse, LegacyParameters) {
-  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":{"pk":{"S":"a"}},"Expected":{"pk":{"Exists":false}}})")),
-              "ValidationException", "not supported: {Expected}");
-  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":{"pk":{"S":"a"}},"Expected":{},"ConditionExpression":"a = :a"})")),
-              "ValidationException",
-              "Can not use both expression and non-expression parameters in the same request: "
-              "Non-expression parameters: {Expected} Expression parameters: {ConditionExpression}");
-  ExpectError(ParseUpdateItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"AttributeUpdates":{}})")),
-              "ValidationException", "AttributeUpdates");
-  ExpectError(ParseQuery(J(R"({"TableName":"tbl","KeyConditions":{}})")), "ValidationException", "KeyConditions");
-  ExpectError(ParseQuery(J(R"({"TableName":"tbl","KeyConditionExpression":"pk = :p","QueryFilter":{}})")),
-              "ValidationException", "Non-expression parameters: {QueryFilter}");
-  ExpectError(ParseGetItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"AttributesToGet":["a"]})")),
-              "ValidationException", "AttributesToGet");
-  ExpectError(ParseDeleteItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ConditionalOperator":"AND"})")),
+  ExpectError(
+      ParsePutItem(
+          J(R"({"TableName":"tbl","Item":{"pk":{"S":"a"}},"Expected":{"pk":{"Exists":false}}})")),
+      "ValidationException", "not supported: {Expected}");
+  ExpectError(
+      ParsePutItem(J(
+          R"({"TableName":"tbl","Item":{"pk":{"S":"a"}},"Expected":{},"ConditionExpression":"a = :a"})")),
+      "ValidationException",
+      "Can not use both expression and non-expression parameters in the same request: "
+      "Non-expression parameters: {Expected} Expression parameters: {ConditionExpression}");
+  ExpectError(
+      ParseUpdateItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"AttributeUpdates":{}})")),
+      "ValidationException", "AttributeUpdates");
+  ExpectError(ParseQuery(J(R"({"TableName":"tbl","KeyConditions":{}})")), "ValidationException",
+              "KeyConditions");
+  ExpectError(
+      ParseQuery(J(R"({"TableName":"tbl","KeyConditionExpression":"pk = :p","QueryFilter":{}})")),
+      "ValidationException", "Non-expression parameters: {QueryFilter}");
+  ExpectError(
+      ParseGetItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"AttributesToGet":["a"]})")),
+      "ValidationException", "AttributesToGet");
+  ExpectError(ParseDeleteItem(
+                  J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ConditionalOperator":"AND"})")),
               "ValidationException", "ConditionalOperator");
 }
 
 TEST(DdbApiParse, WrongJsonTypesAreSerializationErrors) {
   ExpectError(ParsePutItem(J(R"([1,2])")), "SerializationException", "expected a JSON object");
-  ExpectError(ParsePutItem(J(R"({"TableName":5,"Item":{}})")), "SerializationException", "tableName");
-  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":[]})")), "SerializationException", "item");
-  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":{"n":{"N":5}}})")), "SerializationException", "");
-  ExpectError(ParseGetItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ConsistentRead":"yes"})")),
-              "SerializationException", "consistentRead");
-  ExpectError(ParseQuery(J(R"({"TableName":"tbl","KeyConditionExpression":"pk = :p","Limit":"5"})")),
-              "SerializationException", "limit");
-  ExpectError(ParseQuery(J(R"({"TableName":"tbl","KeyConditionExpression":"pk = :p","Limit":1.5})")),
-              "SerializationException", "limit");
-  ExpectError(ParseUpdateItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ExpressionAttributeNames":{"#a":1}})")),
-              "SerializationException", "#a");
-  ExpectError(ParseTransactWriteItems(J(R"({"TransactItems":{}})")), "SerializationException", "transactItems");
+  ExpectError(ParsePutItem(J(R"({"TableName":5,"Item":{}})")), "SerializationException",
+              "tableName");
+  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":[]})")), "SerializationException",
+              "item");
+  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":{"n":{"N":5}}})")),
+              "SerializationException", "");
+  ExpectError(
+      ParseGetItem(J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ConsistentRead":"yes"})")),
+      "SerializationException", "consistentRead");
+  ExpectError(
+      ParseQuery(J(R"({"TableName":"tbl","KeyConditionExpression":"pk = :p","Limit":"5"})")),
+      "SerializationException", "limit");
+  ExpectError(
+      ParseQuery(J(R"({"TableName":"tbl","KeyConditionExpression":"pk = :p","Limit":1.5})")),
+      "SerializationException", "limit");
+  ExpectError(
+      ParseUpdateItem(
+          J(R"({"TableName":"tbl","Key":{"pk":{"S":"a"}},"ExpressionAttributeNames":{"#a":1}})")),
+      "SerializationException", "#a");
+  ExpectError(ParseTransactWriteItems(J(R"({"TransactItems":{}})")), "SerializationException",
+              "transactItems");
   ExpectError(ParseTransactWriteItems(J(R"({"TransactItems":[5]})")), "SerializationException",
               "transactItems.1.member");
 }
 
 TEST(DdbApiParse, ValueRules) {
-  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":{"n":{"N":"abc"}}})")), "ValidationException", "");
+  ExpectError(ParsePutItem(J(R"({"TableName":"tbl","Item":{"n":{"N":"abc"}}})")),
+              "ValidationException", "");
   ExpectError(ParseQuery(J(R"({"TableName":"tbl","KeyConditionExpression":"pk = :p","Limit":0})")),
               "ValidationException",
-              "Value '0' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1");
+              "Value '0' at 'limit' failed to satisfy constraint: Member must have value greater "
+              "than or equal to 1");
 }
 
 TEST(DdbApiParse, TransactionShape) {
   ExpectError(ParseTransactWriteItems(J(R"({"TransactItems":[]})")), "ValidationException",
-              "Value '[]' at 'transactItems' failed to satisfy constraint: Member must have length greater than or equal to 1");
+              "Value '[]' at 'transactItems' failed to satisfy constraint: Member must have length "
+              "greater than or equal to 1");
   json many = {{"TransactItems", json::array()}};
   for (int i = 0; i < 101; ++i) {
-    many["TransactItems"].push_back({{"Delete", {{"TableName", "tbl"}, {"Key", {{"pk", {{"S", std::to_string(i)}}}}}}}});
+    many["TransactItems"].push_back(
+        {{"Delete", {{"TableName", "tbl"}, {"Key", {{"pk", {{"S", std::to_string(i)}}}}}}}});
   }
   ExpectError(ParseTransactWriteItems(many), "ValidationException", "less than or equal to 100");
   ExpectError(ParseTransactWriteItems(J(R"({"TransactItems":[{}]})")), "ValidationException",
               "TransactItems can only contain one of Check, Put, Update or Delete");
   ExpectError(ParseTransactWriteItems(J(R"({"TransactItems":[{"Put":{"TableName":"tbl","Item":{}},
       "Delete":{"TableName":"tbl","Key":{}}}]})")),
-              "ValidationException", "TransactItems can only contain one of Check, Put, Update or Delete");
-  ExpectError(ParseTransactWriteItems(J(R"({"TransactItems":[{"Delete":{"TableName":"tbl","Key":{}}}],
+              "ValidationException",
+              "TransactItems can only contain one of Check, Put, Update or Delete");
+  ExpectError(
+      ParseTransactWriteItems(J(R"({"TransactItems":[{"Delete":{"TableName":"tbl","Key":{}}}],
       "ClientRequestToken":"0123456789012345678901234567890123456789"})")),
-              "ValidationException", "clientRequestToken");
-  ExpectError(ParseTransactGetItems(J(R"({"TransactItems":[{"Got":{}}]})")), "ValidationException", "Got");
+      "ValidationException", "clientRequestToken");
+  ExpectError(ParseTransactGetItems(J(R"({"TransactItems":[{"Got":{}}]})")), "ValidationException",
+              "Got");
   ExpectError(ParseTransactGetItems(J(R"({"TransactItems":[{"Get":{"TableName":"tbl"}}]})")),
               "ValidationException", "transactItems.1.member.get.key");
 }
 
 TEST(DdbApiParse, CreateTableRules) {
   auto base = [](const char* extra) {
-    return json::parse(std::string(R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
-      "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}])") + extra + "}");
+    return json::parse(
+        std::string(
+            R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
+      "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}])") +
+        extra + "}");
   };
   ASSERT_TRUE(ParseCreateTable(base("")).ok());
-  ExpectError(ParseCreateTable(J(R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
+  ExpectError(
+      ParseCreateTable(J(
+          R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
       "KeySchema":[{"AttributeName":"pk","KeyType":"RANGE"}]})")),
-              "ValidationException", "The first KeySchemaElement is not a HASH key type");
-  ExpectError(ParseCreateTable(J(R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
+      "ValidationException", "The first KeySchemaElement is not a HASH key type");
+  ExpectError(
+      ParseCreateTable(J(
+          R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
       "KeySchema":[{"AttributeName":"other","KeyType":"HASH"}]})")),
-              "ValidationException", "Some index key attributes are not defined in AttributeDefinitions");
-  ExpectError(ParseCreateTable(J(R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},
+      "ValidationException", "Some index key attributes are not defined in AttributeDefinitions");
+  ExpectError(
+      ParseCreateTable(J(
+          R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},
       {"AttributeName":"x","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]})")),
-              "ValidationException", "Number of attributes in KeySchema does not exactly match");
-  ExpectError(ParseCreateTable(base(R"(,"StreamSpecification":{"StreamEnabled":true})")), "ValidationException",
-              "StreamViewType");
-  ExpectError(ParseCreateTable(base(R"(,"LocalSecondaryIndexes":[])")), "ValidationException", "not supported");
-  ExpectError(ParseCreateTable(base(R"(,"BillingMode":"FREE")")), "ValidationException", "at 'billingMode'");
+      "ValidationException", "Number of attributes in KeySchema does not exactly match");
+  ExpectError(ParseCreateTable(base(R"(,"StreamSpecification":{"StreamEnabled":true})")),
+              "ValidationException", "StreamViewType");
+  ExpectError(ParseCreateTable(base(R"(,"LocalSecondaryIndexes":[])")), "ValidationException",
+              "not supported");
+  ExpectError(ParseCreateTable(base(R"(,"BillingMode":"FREE")")), "ValidationException",
+              "at 'billingMode'");
 }
 
 }  // namespace

@@ -1,11 +1,10 @@
 // The hash chain: verify on a clean log, tamper detection by editing stored
 // rows behind the engine (the SQLite file directly; plain Put/Delete on
 // DynamoDB), and contention (threads, tenants, processes), on both backends.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <set>
 #include <thread>
@@ -20,7 +19,8 @@ class ChainTest : public EngineFixture {
   void EmitN(const std::string& tenant, int n) {
     for (int i = 0; i < n; ++i) {
       auto e = engine_->Emit(Ctx(tenant), "order.created",
-                             Payload(R"({"amount":)" + std::to_string(100 + i) + R"(,"note":"n)" + std::to_string(i) + "\"}"));
+                             Payload(R"({"amount":)" + std::to_string(100 + i) + R"(,"note":"n)" +
+                                     std::to_string(i) + "\"}"));
       ASSERT_TRUE(e.ok()) << e.status();
     }
   }
@@ -183,7 +183,8 @@ TEST_P(ChainTest, EightTenantsInParallel) {
     });
   }
   for (auto& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) ExpectDenseIntact(*engine_, "t" + std::to_string(t), kPerThread);
+  for (int t = 0; t < kThreads; ++t)
+    ExpectDenseIntact(*engine_, "t" + std::to_string(t), kPerThread);
 }
 
 // Child mode: this binary re-executed with OUTBOX_ENGINE_CHILD=<db path>
@@ -244,7 +245,8 @@ TEST_P(ChainTest, FourProcessesOneTenantNoGap) {
     if (pid == 0) {
       setenv("OUTBOX_ENGINE_CHILD", path().c_str(), 1);
       if (dynamodb()) {
-        setenv("OUTBOX_ENGINE_CHILD_DDB_ENDPOINT", testing_support::DynamoDbLocal::Endpoint().c_str(), 1);
+        setenv("OUTBOX_ENGINE_CHILD_DDB_ENDPOINT",
+               testing_support::DynamoDbLocal::Endpoint().c_str(), 1);
         setenv("OUTBOX_ENGINE_CHILD_DDB_KEY", ddb_key().c_str(), 1);
       }
       execl("/proc/self/exe", "/proc/self/exe", static_cast<char*>(nullptr));
@@ -262,11 +264,13 @@ TEST_P(ChainTest, FourProcessesOneTenantNoGap) {
   auto log = engine_->ReadLog("shared", 1, 0);
   ASSERT_TRUE(log.ok());
   std::set<int64_t> writers;
-  for (const auto& e : *log) writers.insert(std::stoll(ddbjson::ToPlainJsonText(e.payload.m().at("pid"))));
+  for (const auto& e : *log)
+    writers.insert(std::stoll(ddbjson::ToPlainJsonText(e.payload.m().at("pid"))));
   EXPECT_EQ(writers.size(), static_cast<size_t>(kProcs));
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ChainTest, ::testing::ValuesIn(kEngineBackends), EngineBackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, ChainTest, ::testing::ValuesIn(kEngineBackends),
+                         EngineBackendName);
 
 }  // namespace
 }  // namespace outbox::engine_test

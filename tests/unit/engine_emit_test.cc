@@ -15,7 +15,8 @@ using ::testing::HasSubstr;
 class EmitTest : public EngineFixture {};
 
 TransactWriteItem PutOrder(const std::string& id, bool must_be_new = true) {
-  TransactWriteItem w = TransactWriteItem::Put("orders", PlainItem(R"({"pk":"ORDER#)" + id + R"(","sk":"A","total":10})"));
+  TransactWriteItem w = TransactWriteItem::Put(
+      "orders", PlainItem(R"({"pk":"ORDER#)" + id + R"(","sk":"A","total":10})"));
   if (must_be_new) w.condition = "attribute_not_exists(pk)";
   return w;
 }
@@ -129,15 +130,17 @@ TEST_P(EmitTest, StrictCatalogRefusesUndeclaredTypes) {
 TEST_P(EmitTest, InlineErrorAbortsWithNothingCommitted) {
   CreateTable("orders");
   std::atomic<int> calls{0};
-  ASSERT_TRUE(engine_->Subscribe(Subscription{"guard", "order.*", Lane::kInline,
-                                              [&](HandlerContext& ctx, const Envelope& e) -> absl::Status {
-                                                ++calls;
-                                                if (e.payload.m().count("reject")) {
-                                                  return absl::FailedPreconditionError("rejected by guard");
-                                                }
-                                                return absl::OkStatus();
-                                              }})
-                  .ok());
+  ASSERT_TRUE(
+      engine_
+          ->Subscribe(Subscription{"guard", "order.*", Lane::kInline,
+                                   [&](HandlerContext& ctx, const Envelope& e) -> absl::Status {
+                                     ++calls;
+                                     if (e.payload.m().count("reject")) {
+                                       return absl::FailedPreconditionError("rejected by guard");
+                                     }
+                                     return absl::OkStatus();
+                                   }})
+          .ok());
   auto r = engine_->Emit(Ctx(), "order.created", Payload(R"({"reject":true})"), {PutOrder("o1")});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -153,20 +156,22 @@ TEST_P(EmitTest, InlineErrorAbortsWithNothingCommitted) {
 
 TEST_P(EmitTest, InlineAddWriteCommitsWithTheEvent) {
   CreateTable("projections");
-  ASSERT_TRUE(engine_->Subscribe(Subscription{
-                  "projector", "order.created", Lane::kInline,
-                  [&](HandlerContext& ctx, const Envelope& e) -> absl::Status {
-                    EXPECT_EQ(ctx.request().tenant, "acme");
-                    EXPECT_EQ(ctx.idempotency_key(), e.id + ":projector");
-                    // Writing to the events table is refused.
-                    EXPECT_FALSE(ctx.AddWrite(TransactWriteItem::Put(
-                                         "outbox_events", Item{{"pk", Value::S("x")}, {"sk", Value::S("y")}}))
-                                     .ok());
-                    return ctx.AddWrite(TransactWriteItem::Put(
-                        "projections", Item{{"pk", Value::S("P#" + e.tenant)},
-                                            {"sk", Value::S(SeqSortKey(e.seq))},
-                                            {"event_id", Value::S(e.id)}}));
-                  }})
+  ASSERT_TRUE(engine_
+                  ->Subscribe(Subscription{
+                      "projector", "order.created", Lane::kInline,
+                      [&](HandlerContext& ctx, const Envelope& e) -> absl::Status {
+                        EXPECT_EQ(ctx.request().tenant, "acme");
+                        EXPECT_EQ(ctx.idempotency_key(), e.id + ":projector");
+                        // Writing to the events table is refused.
+                        EXPECT_FALSE(ctx.AddWrite(TransactWriteItem::Put(
+                                                      "outbox_events", Item{{"pk", Value::S("x")},
+                                                                            {"sk", Value::S("y")}}))
+                                         .ok());
+                        return ctx.AddWrite(TransactWriteItem::Put(
+                            "projections", Item{{"pk", Value::S("P#" + e.tenant)},
+                                                {"sk", Value::S(SeqSortKey(e.seq))},
+                                                {"event_id", Value::S(e.id)}}));
+                      }})
                   .ok());
   auto e = engine_->Emit(Ctx(), "order.created", Value::M({}));
   ASSERT_TRUE(e.ok()) << e.status();
@@ -177,14 +182,15 @@ TEST_P(EmitTest, InlineAddWriteCommitsWithTheEvent) {
 
 TEST_P(EmitTest, InlineWriteConditionFailureNamesTheSubscription) {
   CreateTable("projections");
-  ASSERT_TRUE(engine_->Subscribe(Subscription{"once", "*", Lane::kInline,
-                                              [&](HandlerContext& ctx, const Envelope& e) -> absl::Status {
-                                                TransactWriteItem w = TransactWriteItem::Put(
-                                                    "projections",
-                                                    Item{{"pk", Value::S("P")}, {"sk", Value::S("only")}});
-                                                w.condition = "attribute_not_exists(pk)";
-                                                return ctx.AddWrite(w);
-                                              }})
+  ASSERT_TRUE(engine_
+                  ->Subscribe(Subscription{
+                      "once", "*", Lane::kInline,
+                      [&](HandlerContext& ctx, const Envelope& e) -> absl::Status {
+                        TransactWriteItem w = TransactWriteItem::Put(
+                            "projections", Item{{"pk", Value::S("P")}, {"sk", Value::S("only")}});
+                        w.condition = "attribute_not_exists(pk)";
+                        return ctx.AddWrite(w);
+                      }})
                   .ok());
   ASSERT_TRUE(engine_->Emit(Ctx(), "a", Value::M({})).ok());
   auto r = engine_->Emit(Ctx(), "a", Value::M({}));
@@ -204,16 +210,18 @@ TEST_P(EmitTest, LocalRunsAfterCommitAndItsErrorIsCounted) {
     return absl::OkStatus();
   };
   ASSERT_TRUE(engine_->Subscribe(Subscription{"checker", "order.*", Lane::kLocal, check}).ok());
-  ASSERT_TRUE(engine_->Subscribe(Subscription{"broken", "order.created", Lane::kLocal,
-                                              [](HandlerContext&, const Envelope&) -> absl::Status {
-                                                return absl::UnavailableError("mail server down");
-                                              }})
+  ASSERT_TRUE(engine_
+                  ->Subscribe(Subscription{"broken", "order.created", Lane::kLocal,
+                                           [](HandlerContext&, const Envelope&) -> absl::Status {
+                                             return absl::UnavailableError("mail server down");
+                                           }})
                   .ok());
-  ASSERT_TRUE(engine_->Subscribe(Subscription{"durable", "order.*", Lane::kDurable,
-                                              [](HandlerContext&, const Envelope&) -> absl::Status {
-                                                ADD_FAILURE() << "DURABLE must not run in emit";
-                                                return absl::OkStatus();
-                                              }})
+  ASSERT_TRUE(engine_
+                  ->Subscribe(Subscription{"durable", "order.*", Lane::kDurable,
+                                           [](HandlerContext&, const Envelope&) -> absl::Status {
+                                             ADD_FAILURE() << "DURABLE must not run in emit";
+                                             return absl::OkStatus();
+                                           }})
                   .ok());
   ASSERT_TRUE(engine_->Emit(Ctx(), "order.created", Value::M({})).ok());
   ASSERT_TRUE(engine_->Emit(Ctx(), "order.paid", Value::M({})).ok());
@@ -223,8 +231,10 @@ TEST_P(EmitTest, LocalRunsAfterCommitAndItsErrorIsCounted) {
   EXPECT_EQ(engine_->metrics().local_errors.load(), 1);
   EXPECT_EQ(engine_->metrics().local_runs.load(), 3);
   // Duplicate subscription names are refused.
-  EXPECT_FALSE(engine_->Subscribe(Subscription{"broken", "x", Lane::kLocal,
-                                               [](HandlerContext&, const Envelope&) { return absl::OkStatus(); }})
+  EXPECT_FALSE(engine_
+                   ->Subscribe(Subscription{
+                       "broken", "x", Lane::kLocal,
+                       [](HandlerContext&, const Envelope&) { return absl::OkStatus(); }})
                    .ok());
 }
 
@@ -235,7 +245,8 @@ TEST_P(EmitTest, IdempotentEmitReturnsTheFirstResult) {
   auto first = engine_->Emit(Ctx(), "order.created", Payload(R"({"n":1})"), {PutOrder("o1")}, o);
   ASSERT_TRUE(first.ok()) << first.status();
   // The retry would fail its extra write's condition; the token wins first.
-  auto again = engine_->Emit(Ctx(), "order.created", Payload(R"({"n":1})"), {PutOrder("o1", false)}, o);
+  auto again =
+      engine_->Emit(Ctx(), "order.created", Payload(R"({"n":1})"), {PutOrder("o1", false)}, o);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, *first);
   // From a fresh engine (no cache) too.
@@ -306,7 +317,8 @@ TEST_P(EmitTest, StaleHeadCacheIsRetriedAndContentionReported) {
   EXPECT_EQ(v->count, 12);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, EmitTest, ::testing::ValuesIn(kEngineBackends), EngineBackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, EmitTest, ::testing::ValuesIn(kEngineBackends),
+                         EngineBackendName);
 
 }  // namespace
 }  // namespace outbox::engine_test

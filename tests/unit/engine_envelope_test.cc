@@ -19,7 +19,8 @@ Envelope Sample() {
   e.correlation_id = "c-1";
   e.actor = "alice";
   e.occurred_at_ms = 1700000000123;
-  auto p = ddbjson::FromPlainJsonText(R"({"order":"o-1","amount":12.50,"big":123456789012345678901234567890,"tags":["a","b"]})");
+  auto p = ddbjson::FromPlainJsonText(
+      R"({"order":"o-1","amount":12.50,"big":123456789012345678901234567890,"tags":["a","b"]})");
   EXPECT_TRUE(p.ok()) << p.status();
   e.payload = *p;
   e.prev_hash = std::string(kGenesisHash);
@@ -33,7 +34,8 @@ TEST(EventId, FormatAndMonotonicWithinAMillisecond) {
   for (int i = 0; i < 2000; ++i) {
     std::string id = NewEventId(1700000000000 + i / 500);
     ASSERT_EQ(id.size(), 26u);
-    for (char c : id) ASSERT_NE(std::string("0123456789ABCDEFGHJKMNPQRSTVWXYZ").find(c), std::string::npos) << id;
+    for (char c : id)
+      ASSERT_NE(std::string("0123456789ABCDEFGHJKMNPQRSTVWXYZ").find(c), std::string::npos) << id;
     ASSERT_GT(id, prev);
     prev = id;
     seen.insert(id);
@@ -49,7 +51,9 @@ TEST(EventId, FormatAndMonotonicWithinAMillisecond) {
 
 TEST(EnvelopeCodec, JsonRoundTrip) {
   Envelope e = Sample();
-  e.payload = ddbjson::FromPlainJsonText(R"({"order":"o-1","n":5,"nested":{"ok":true,"none":null}})").value();
+  e.payload =
+      ddbjson::FromPlainJsonText(R"({"order":"o-1","n":5,"nested":{"ok":true,"none":null}})")
+          .value();
   nlohmann::json j = EnvelopeToJson(e);
   EXPECT_EQ(j["occurred_at"], 1700000000123);
   EXPECT_EQ(j["payload"]["n"], 5);
@@ -128,7 +132,8 @@ TEST(EnvelopeCodec, ItemDecodingIsStrictAndNamesTheField) {
     auto r = EnvelopeFromItem(item);
     ASSERT_FALSE(r.ok()) << c.attr;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(r.status().message().find("envelope: " + c.expect), absl::string_view::npos) << r.status();
+    EXPECT_NE(r.status().message().find("envelope: " + c.expect), absl::string_view::npos)
+        << r.status();
   }
   // Extra attributes (e.g. a polling relay's status) are ignored.
   Item item = EnvelopeToItem(Sample());
@@ -139,10 +144,12 @@ TEST(EnvelopeCodec, ItemDecodingIsStrictAndNamesTheField) {
 TEST(EnvelopeCodec, CanonicalFormIsDocumented) {
   Envelope e = Sample();
   e.payload = ddbjson::FromPlainJsonText(R"({"b":1.50,"a":"x"})").value();
-  EXPECT_EQ(CanonicalEnvelope(e),
-            R"({"actor":"alice","correlation_id":"c-1","id":"01HZX3K0000000000000000000","occurred_at":1700000000123,)"
-            R"("payload":{"M":{"a":{"S":"x"},"b":{"N":"1.5"}}},"seq":7,"tenant":"acme","type":"order.created"})");
-  EXPECT_EQ(ComputeEventHash(e), HexEncode(Sha256(std::string(kGenesisHash) + CanonicalEnvelope(e))));
+  EXPECT_EQ(
+      CanonicalEnvelope(e),
+      R"({"actor":"alice","correlation_id":"c-1","id":"01HZX3K0000000000000000000","occurred_at":1700000000123,)"
+      R"("payload":{"M":{"a":{"S":"x"},"b":{"N":"1.5"}}},"seq":7,"tenant":"acme","type":"order.created"})");
+  EXPECT_EQ(ComputeEventHash(e),
+            HexEncode(Sha256(std::string(kGenesisHash) + CanonicalEnvelope(e))));
   // Hash fields are not part of the canonical form.
   Envelope f = e;
   f.hash = "ff";

@@ -41,8 +41,8 @@ inline std::string EngineBackendName(const ::testing::TestParamInfo<EngineBacken
 }
 
 // A DynamoDbStore on the binary's DynamoDB Local, in the database of `access_key`.
-inline absl::StatusOr<std::unique_ptr<DynamoDbStore>> OpenDynamoDbLocal(const std::string& endpoint,
-                                                                       const std::string& access_key) {
+inline absl::StatusOr<std::unique_ptr<DynamoDbStore>> OpenDynamoDbLocal(
+    const std::string& endpoint, const std::string& access_key) {
   DynamoDbStoreOptions o;
   o.client.endpoint = endpoint;
   o.client.region = "us-east-1";
@@ -123,7 +123,9 @@ class EngineFixture : public ::testing::TestWithParam<EngineBackend> {
     return log.ok() ? static_cast<int64_t>(log->size()) : -1;
   }
 
-  static RequestContext Ctx(const std::string& tenant = "acme") { return RequestContext{tenant, "corr-1", "alice"}; }
+  static RequestContext Ctx(const std::string& tenant = "acme") {
+    return RequestContext{tenant, "corr-1", "alice"};
+  }
 
   // ---- tampering behind the engine's back --------------------------------------------
   // The stored row of the events table as DynamoDB JSON text ("" when absent).
@@ -136,7 +138,8 @@ class EngineFixture : public ::testing::TestWithParam<EngineBackend> {
   // the key attributes are set to (pk, sk), as a row edited in place).
   void RawSetItemText(const std::string& pk, const std::string& sk, const std::string& text) {
     if (!dynamodb()) {
-      EXPECT_EQ(RawExec("UPDATE s_items SET item = " + Quote(text) + " WHERE " + RowWhere(pk, sk)), 1);
+      EXPECT_EQ(RawExec("UPDATE s_items SET item = " + Quote(text) + " WHERE " + RowWhere(pk, sk)),
+                1);
       return;
     }
     auto item = ddbjson::DecodeItem(nlohmann::json::parse(text));
@@ -181,7 +184,8 @@ class EngineFixture : public ::testing::TestWithParam<EngineBackend> {
     std::string sql = "SELECT item FROM s_items WHERE " + RowWhere(pk, sk);
     EXPECT_EQ(sqlite3_prepare_v2(raw, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
     std::string out;
-    if (sqlite3_step(st) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    if (sqlite3_step(st) == SQLITE_ROW)
+      out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     sqlite3_close(raw);
     return out;
@@ -192,8 +196,8 @@ class EngineFixture : public ::testing::TestWithParam<EngineBackend> {
     return out + "'";
   }
   static std::string RowWhere(const std::string& pk, const std::string& sk) {
-    return "tbl = (SELECT id FROM s_tables WHERE name = 'outbox_events') AND pk = CAST(" + Quote(pk) +
-           " AS BLOB) AND sk = CAST(" + Quote(sk) + " AS BLOB)";
+    return "tbl = (SELECT id FROM s_tables WHERE name = 'outbox_events') AND pk = CAST(" +
+           Quote(pk) + " AS BLOB) AND sk = CAST(" + Quote(sk) + " AS BLOB)";
   }
   testing_support::TempDir dir_;
   ManualClock clock_;

@@ -167,7 +167,9 @@ TEST_F(CondTest, In) {
   std::string many = "version IN (";
   for (int i = 0; i < 101; ++i) many += (i ? ", :a" : ":a");
   many += ")";
-  EXPECT_THAT(Error(many), HasSubstr("The IN operator is provided with too many operands; number of operands: 101"));
+  EXPECT_THAT(
+      Error(many),
+      HasSubstr("The IN operator is provided with too many operands; number of operands: 101"));
   std::string hundred = "version IN (";
   for (int i = 0; i < 100; ++i) hundred += (i ? ", :a" : ":a");
   hundred += ")";
@@ -272,8 +274,10 @@ TEST_F(CondTest, Size) {
   EXPECT_FALSE(Eval("size(absent) = :one"));
   EXPECT_TRUE(Eval("size(tags) BETWEEN :one AND :three"));
   EXPECT_THAT(Error("size(pk)"), HasSubstr("Syntax error"));
-  EXPECT_THAT(Error("begins_with(size(pk), :one)"),
-              HasSubstr("The function is not allowed to be used this way in an expression; function: size"));
+  EXPECT_THAT(
+      Error("begins_with(size(pk), :one)"),
+      HasSubstr(
+          "The function is not allowed to be used this way in an expression; function: size"));
   EXPECT_THAT(Error("size(:one) = :one"), HasSubstr("requires a document path"));
 }
 
@@ -295,15 +299,18 @@ TEST_F(CondTest, LogicalOperatorsAndPrecedence) {
 
 TEST_F(CondTest, FunctionNamesAreCaseSensitive) {
   V(":p", S("o"));
-  EXPECT_THAT(Error("Begins_With(sk, :p)"), HasSubstr("Invalid function name; function: Begins_With"));
-  EXPECT_THAT(Error("frobnicate(sk, :p)"), HasSubstr("Invalid function name; function: frobnicate"));
+  EXPECT_THAT(Error("Begins_With(sk, :p)"),
+              HasSubstr("Invalid function name; function: Begins_With"));
+  EXPECT_THAT(Error("frobnicate(sk, :p)"),
+              HasSubstr("Invalid function name; function: frobnicate"));
   EXPECT_THAT(Error("if_not_exists(sk, :p)"), HasSubstr("function: if_not_exists"));
 }
 
 TEST_F(CondTest, ReservedWords) {
   V(":v", S("x"));
   EXPECT_EQ(Error("status = :v"),
-            "Invalid ConditionExpression: Attribute name is a reserved keyword; reserved keyword: status");
+            "Invalid ConditionExpression: Attribute name is a reserved keyword; reserved keyword: "
+            "status");
   EXPECT_THAT(Error("a.Name = :v"), HasSubstr("reserved keyword: Name"));
   EXPECT_THAT(Error("#s.data = :v"), HasSubstr("reserved keyword: data"));
   EXPECT_THAT(Error("state = :v", Kind::kFilter),
@@ -374,10 +381,12 @@ TEST_F(CondTest, UsageAndTopLevelNames) {
   EXPECT_EQ(used.names, (std::set<std::string>{"#m"}));
   EXPECT_EQ((*c)->TopLevelNames(args_.names), (std::set<std::string>{"obj", "tags", "arr"}));
   absl::Status s = CheckAllUsed(args_, used);
-  EXPECT_EQ(s.message(), "Value provided in ExpressionAttributeValues unused in expressions: keys: {:unused}");
+  EXPECT_EQ(s.message(),
+            "Value provided in ExpressionAttributeValues unused in expressions: keys: {:unused}");
   used.values.insert(":unused");
   s = CheckAllUsed(args_, used);
-  EXPECT_EQ(s.message(), "Value provided in ExpressionAttributeNames unused in expressions: keys: {#x}");
+  EXPECT_EQ(s.message(),
+            "Value provided in ExpressionAttributeNames unused in expressions: keys: {#x}");
   args_.values[":z"] = N(1);
   used = Usage{};
   s = CheckAllUsed(args_, used);

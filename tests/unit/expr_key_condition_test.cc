@@ -81,7 +81,8 @@ TEST_F(KeyCondTest, NamePlaceholders) {
 }
 
 TEST_F(KeyCondTest, UnsupportedOperators) {
-  EXPECT_THAT(Err("pk = :p OR sk = :s"), HasSubstr("Invalid operator used in KeyConditionExpression: OR"));
+  EXPECT_THAT(Err("pk = :p OR sk = :s"),
+              HasSubstr("Invalid operator used in KeyConditionExpression: OR"));
   EXPECT_THAT(Err("NOT pk = :p"), HasSubstr("NOT"));
   EXPECT_THAT(Err("pk IN (:p)"), HasSubstr("IN"));
   EXPECT_THAT(Err("pk = :p AND sk <> :s"), HasSubstr("<>"));
@@ -100,7 +101,8 @@ TEST_F(KeyCondTest, UnsupportedOperators) {
 TEST_F(KeyCondTest, MissingAndDuplicateKeys) {
   EXPECT_EQ(Err("sk = :s"), "Query condition missed key schema element: pk");
   EXPECT_EQ(Err("foo = :s"), "Query condition missed key schema element: pk");
-  EXPECT_EQ(Err("pk = :p AND pk = :p"), "KeyConditionExpressions must only contain one condition per key");
+  EXPECT_EQ(Err("pk = :p AND pk = :p"),
+            "KeyConditionExpressions must only contain one condition per key");
   EXPECT_EQ(Err("pk = :p AND sk > :s AND sk < :t"),
             "KeyConditionExpressions must only contain one condition per key");
   range_.reset();
@@ -109,11 +111,15 @@ TEST_F(KeyCondTest, MissingAndDuplicateKeys) {
 
 TEST_F(KeyCondTest, TypeChecks) {
   EXPECT_EQ(Err("pk = :n"),
-            "One or more parameter values were invalid: Condition parameter type does not match schema type");
-  EXPECT_THAT(Err("pk = :p AND sk = :n"), HasSubstr("Condition parameter type does not match schema type"));
+            "One or more parameter values were invalid: Condition parameter type does not match "
+            "schema type");
+  EXPECT_THAT(Err("pk = :p AND sk = :n"),
+              HasSubstr("Condition parameter type does not match schema type"));
   EXPECT_THAT(Err("pk = :p AND sk BETWEEN :s AND :n"), HasSubstr("does not match schema type"));
-  EXPECT_THAT(Err("pk = :p AND sk BETWEEN :t AND :s"),
-              HasSubstr("The BETWEEN operator requires upper bound to be greater than or equal to lower bound"));
+  EXPECT_THAT(
+      Err("pk = :p AND sk BETWEEN :t AND :s"),
+      HasSubstr(
+          "The BETWEEN operator requires upper bound to be greater than or equal to lower bound"));
   EXPECT_THAT(Err("pk = :p AND begins_with(sk, :n)"),
               HasSubstr("operator or function: begins_with, operand type: N"));
   range_ = KeyAttribute{"sk", Type::N};

@@ -72,7 +72,8 @@ TEST_F(ProjectionTest, PlaceholdersAndReserved) {
   EXPECT_EQ(used.names, (std::set<std::string>{"#d", "#s"}));
   EXPECT_EQ((*p)->Apply(item_, names_), (Item{{"status", S("ok")}, {"x.y", N(1)}}));
   EXPECT_EQ(Err("status"),
-            "Invalid ProjectionExpression: Attribute name is a reserved keyword; reserved keyword: status");
+            "Invalid ProjectionExpression: Attribute name is a reserved keyword; reserved keyword: "
+            "status");
   EXPECT_THAT(Err("#zz"), HasSubstr("An expression attribute name used in the document path is not "
                                     "defined; attribute name: #zz"));
 }

@@ -47,8 +47,10 @@ TEST(ReservedWords, EveryWordIsRejectedAsBareName) {
   for (const std::string& w : internal::ReservedWords()) {
     auto c = Condition::Parse("attribute_exists(" + w + ")");
     ASSERT_FALSE(c.ok()) << w;
-    EXPECT_EQ(c.status().message(),
-              "Invalid ConditionExpression: Attribute name is a reserved keyword; reserved keyword: " + w);
+    EXPECT_EQ(
+        c.status().message(),
+        "Invalid ConditionExpression: Attribute name is a reserved keyword; reserved keyword: " +
+            w);
   }
 }
 

@@ -83,7 +83,8 @@ TEST_F(UpdateTest, KeywordsCaseInsensitiveAnyOrder) {
 TEST_F(UpdateTest, ClauseOnlyOnce) {
   V(":v", N(1));
   EXPECT_EQ(Err("SET a = :v SET b = :v"),
-            "Invalid UpdateExpression: The \"SET\" section can only be used once in an update expression;");
+            "Invalid UpdateExpression: The \"SET\" section can only be used once in an update "
+            "expression;");
   EXPECT_THAT(Err("REMOVE a remove b"), HasSubstr("The \"REMOVE\" section can only be used once"));
 }
 
@@ -154,7 +155,8 @@ TEST_F(UpdateTest, Arithmetic) {
   EXPECT_EQ(item_["c2"], Num("6.5"));
   Ok("SET cnt = cnt-:one");
   EXPECT_EQ(item_["cnt"], Num("4.5"));
-  EXPECT_EQ(Err("SET txt = txt + :one"), "An operand in the update expression has an incorrect data type");
+  EXPECT_EQ(Err("SET txt = txt + :one"),
+            "An operand in the update expression has an incorrect data type");
   EXPECT_EQ(Err("SET q = nope + :one"),
             "The provided expression refers to an attribute that does not exist in the item");
   V(":s", S("x"));
@@ -210,7 +212,8 @@ TEST_F(UpdateTest, AddNumbersAndSets) {
   EXPECT_EQ(item_["cnt"], N(8));
   EXPECT_EQ(item_["newcnt"], N(3));
   EXPECT_EQ(item_["tags"], Value::SS({"blue", "green", "red"}));
-  EXPECT_EQ(item_["nums"], Value::NS({Decimal::FromInt64(1), Decimal::FromInt64(2), Decimal::FromInt64(7)}));
+  EXPECT_EQ(item_["nums"],
+            Value::NS({Decimal::FromInt64(1), Decimal::FromInt64(2), Decimal::FromInt64(7)}));
   EXPECT_EQ(item_["newset"], Value::SS({"green", "red"}));
   Ok("ADD obj.x :n");
   EXPECT_EQ(item_["obj"].m().at("x"), N(4));
@@ -237,8 +240,10 @@ TEST_F(UpdateTest, DeleteFromSets) {
   EXPECT_EQ(Err("DELETE nums :n"),
             "Invalid UpdateExpression: Incorrect operand type for operator or function; operator: "
             "DELETE, operand type: N");
-  EXPECT_EQ(Err("DELETE nums :red"), "An operand in the update expression has an incorrect data type");
-  EXPECT_EQ(Err("DELETE txt :red"), "An operand in the update expression has an incorrect data type");
+  EXPECT_EQ(Err("DELETE nums :red"),
+            "An operand in the update expression has an incorrect data type");
+  EXPECT_EQ(Err("DELETE txt :red"),
+            "An operand in the update expression has an incorrect data type");
 }
 
 TEST_F(UpdateTest, OverlappingAndConflictingPaths) {
@@ -247,7 +252,8 @@ TEST_F(UpdateTest, OverlappingAndConflictingPaths) {
             "Invalid UpdateExpression: Two document paths overlap with each other; must remove or "
             "rewrite one of these paths; path one: [a], path two: [a, b]");
   EXPECT_THAT(Err("SET a = :v, a = :v"), HasSubstr("Two document paths overlap"));
-  EXPECT_THAT(Err("SET arr[1] = :v REMOVE arr[1][0]"), HasSubstr("path one: [arr, [1]], path two: [arr, [1], [0]]"));
+  EXPECT_THAT(Err("SET arr[1] = :v REMOVE arr[1][0]"),
+              HasSubstr("path one: [arr, [1]], path two: [arr, [1], [0]]"));
   EXPECT_EQ(Err("SET a.b = :v REMOVE a[1]"),
             "Invalid UpdateExpression: Two document paths conflict with each other; must remove or "
             "rewrite one of these paths; path one: [a, b], path two: [a, [1]]");
@@ -272,8 +278,9 @@ TEST_F(UpdateTest, PlaceholdersAndReservedWords) {
   EXPECT_EQ(Err("SET #a = :v"),
             "Invalid UpdateExpression: An expression attribute name used in the document path is "
             "not defined; attribute name: #a");
-  EXPECT_EQ(Err("SET size = :v"),
-            "Invalid UpdateExpression: Attribute name is a reserved keyword; reserved keyword: size");
+  EXPECT_EQ(
+      Err("SET size = :v"),
+      "Invalid UpdateExpression: Attribute name is a reserved keyword; reserved keyword: size");
   Nm("#s", "status");
   Nm("#d", "a.b");
   Ok("SET #s = :v, obj.#d = :v");
@@ -298,9 +305,8 @@ TEST_F(UpdateTest, UpdatedPathsAndReturnValues) {
   V(":n", N(2));
   Ok("SET obj.x = :v, a = :v ADD cnt :n REMOVE txt");
   std::vector<Path> want = {{{"a", -1}}, {{"cnt", -1}}, {{"obj", -1}, {"x", -1}}, {{"txt", -1}}};
-  std::sort(updated_.begin(), updated_.end(), [](const Path& x, const Path& y) {
-    return x[0].name < y[0].name;
-  });
+  std::sort(updated_.begin(), updated_.end(),
+            [](const Path& x, const Path& y) { return x[0].name < y[0].name; });
   EXPECT_EQ(updated_, want);
   // UPDATED_NEW: the written paths of the new item, keeping parents.
   Item projected = ProjectPaths(item_, updated_);

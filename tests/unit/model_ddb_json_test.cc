@@ -1,17 +1,16 @@
-#include "outbox/ddb_json.h"
-
-#include <cmath>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "outbox/ddb_json.h"
 #include "outbox/errors.h"
 
 namespace outbox::ddbjson {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 Decimal Num(std::string_view s) { return *Decimal::Parse(s); }
 
@@ -189,9 +188,8 @@ TEST(PlainJson, ConvertsEveryJsonType) {
       {"m", Value::M({{"k", Value::M({})}})},
   });
   EXPECT_EQ(*v, want);
-  EXPECT_EQ(ToPlainJsonText(*v),
-            R"({"f":1.5,"i":-3,"l":[1,"a",[]],"m":{"k":{}},"s":"x","t":true,)"
-            R"("u":18446744073709551615,"z":null})");
+  EXPECT_EQ(ToPlainJsonText(*v), R"({"f":1.5,"i":-3,"l":[1,"a",[]],"m":{"k":{}},"s":"x","t":true,)"
+                                 R"("u":18446744073709551615,"z":null})");
 }
 
 TEST(PlainJson, KeepsExactNumbers) {

@@ -1,6 +1,6 @@
-#include "outbox/decimal.h"
-
 #include <gtest/gtest.h>
+
+#include "outbox/decimal.h"
 
 namespace outbox {
 namespace {
@@ -28,7 +28,8 @@ TEST(Decimal, CanonicalText) {
 }
 
 TEST(Decimal, RejectsNonNumbers) {
-  for (const char* bad : {"NaN", "Infinity", "abc", " 1", "1 ", "", "-", ".", "1e", "1e+", "1..2", "0x10"}) {
+  for (const char* bad :
+       {"NaN", "Infinity", "abc", " 1", "1 ", "", "-", ".", "1e", "1e+", "1..2", "0x10"}) {
     auto d = Decimal::Parse(bad);
     EXPECT_FALSE(d.ok()) << bad;
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;
@@ -38,7 +39,8 @@ TEST(Decimal, RejectsNonNumbers) {
 TEST(Decimal, Limits) {
   EXPECT_TRUE(Decimal::Parse("12345678901234567890123456789012345678").ok());
   EXPECT_FALSE(Decimal::Parse("123456789012345678901234567890123456789").ok());
-  EXPECT_TRUE(Decimal::Parse("1230000000000000000000000000000000000000000000000").ok());  // zeros don't count
+  EXPECT_TRUE(Decimal::Parse("1230000000000000000000000000000000000000000000000")
+                  .ok());  // zeros don't count
   EXPECT_TRUE(Decimal::Parse("1e125").ok());
   EXPECT_TRUE(Decimal::Parse("9.9999999999999999999999999999999999999E+125").ok());
   EXPECT_NE(Canon("1e126").find("overflow"), std::string::npos);
@@ -59,8 +61,9 @@ TEST(Decimal, ComparesByValue) {
 }
 
 TEST(Decimal, SortKeyOrderMatchesNumericOrder) {
-  std::vector<std::string> vals = {"-1e125", "-100", "-99.5", "-1.23", "-1.2", "-1", "-0.5", "-1e-130", "0",
-                                   "1e-130", "0.5", "1", "1.2", "1.23", "99.5", "100", "1e125"};
+  std::vector<std::string> vals = {"-1e125", "-100",    "-99.5", "-1.23",  "-1.2", "-1",
+                                   "-0.5",   "-1e-130", "0",     "1e-130", "0.5",  "1",
+                                   "1.2",    "1.23",    "99.5",  "100",    "1e125"};
   for (size_t i = 0; i < vals.size(); ++i) {
     for (size_t j = 0; j < vals.size(); ++j) {
       auto a = *Decimal::Parse(vals[i]), b = *Decimal::Parse(vals[j]);

@@ -14,9 +14,9 @@ TEST(ItemSize, Numbers) {
   EXPECT_EQ(NSize("1"), 2);
   EXPECT_EQ(NSize("10"), 2);
   EXPECT_EQ(NSize("100"), 2);
-  EXPECT_EQ(NSize("12"), 2);     // one digit pair
-  EXPECT_EQ(NSize("123"), 3);    // "1" "23"
-  EXPECT_EQ(NSize("1234"), 3);   // "12" "34"
+  EXPECT_EQ(NSize("12"), 2);    // one digit pair
+  EXPECT_EQ(NSize("123"), 3);   // "1" "23"
+  EXPECT_EQ(NSize("1234"), 3);  // "12" "34"
   EXPECT_EQ(NSize("-1"), 3);
   EXPECT_EQ(NSize("1.5"), 3);    // "1" . "50": even digits, exponent 0 is even
   EXPECT_EQ(NSize("0.55"), 2);   // ".55"
@@ -48,8 +48,8 @@ TEST(ItemSize, Containers) {
 TEST(ItemSize, Items) {
   EXPECT_EQ(ItemSize({{"shirt-color", Value::S("R")}, {"shirt-size", Value::S("M")}}), 23);
   EXPECT_EQ(ItemSize({}), 0);
-  auto item = ddbjson::DecodeItem(nlohmann::json::parse(
-      R"({"pk":{"S":"user#1"},"n":{"N":"123"},"tags":{"SS":["x","yz"]}})"));
+  auto item = ddbjson::DecodeItem(
+      nlohmann::json::parse(R"({"pk":{"S":"user#1"},"n":{"N":"123"},"tags":{"SS":["x","yz"]}})"));
   ASSERT_TRUE(item.ok()) << item.status();
   EXPECT_EQ(ItemSize(*item), (2 + 6) + (1 + 3) + (4 + 3));
 }

@@ -1,4 +1,5 @@
-#include "outbox/jcs.h"
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <bit>
 #include <cmath>
@@ -8,8 +9,7 @@
 #include <limits>
 #include <sstream>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
+#include "outbox/jcs.h"
 
 namespace outbox::jcs {
 namespace {

@@ -1,6 +1,6 @@
-#include "outbox/value.h"
-
 #include <gtest/gtest.h>
+
+#include "outbox/value.h"
 
 namespace outbox {
 namespace {

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "ops_fixture.h"
-#include "util/crash_point.h"
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
+#include "util/crash_point.h"
 
 namespace outbox::ops_test {
 namespace {
@@ -203,8 +203,8 @@ TEST_F(Runbook, InterruptedRedriveIsResumedByTheNextOne) {
   EXPECT_THROW((void)ops_->Redrive({}), crash::SimulatedCrash);
   crash::SetHook(nullptr);
   EXPECT_EQ(Status(a, "billing"), InboxStatus::kRetry);  // reset ...
-  EXPECT_EQ(Depth(kQueue), 0);                          // ... but nothing queued
-  EXPECT_EQ(*ops_->CountDeadLetters({}), 0);            // no longer DEAD, and not forgotten:
+  EXPECT_EQ(Depth(kQueue), 0);                           // ... but nothing queued
+  EXPECT_EQ(*ops_->CountDeadLetters({}), 0);             // no longer DEAD, and not forgotten:
   DeadLetterFilter redriving;
   redriving.state = DeadLetterFilter::State::kAny;
   auto all = ops_->ListDeadLetters(redriving);

@@ -28,7 +28,8 @@ struct Stack {
     so.sweep_interval = absl::ZeroDuration();
     store = *SqliteStore::Open(db, clock, so);
     queue = *SqliteQueue::Open(db, clock);
-    for (auto [name, stream] : {std::pair{"orders", true}, std::pair{"notes", true}, std::pair{"plain", false}}) {
+    for (auto [name, stream] :
+         {std::pair{"orders", true}, std::pair{"notes", true}, std::pair{"plain", false}}) {
       TableSpec t;
       t.name = name;
       t.hash_key = {"pk", Type::S};
@@ -38,14 +39,16 @@ struct Stack {
       EXPECT_TRUE(s.ok() || DdbErrorName(s) == ddb_error::kResourceInUse) << s;
     }
   }
-  std::unique_ptr<RecordChangeRelay> Relay(Clock* clock, std::vector<std::string> tables = {"orders"}) {
+  std::unique_ptr<RecordChangeRelay> Relay(Clock* clock,
+                                           std::vector<std::string> tables = {"orders"}) {
     RecordRelayOptions o;
     o.tables = std::move(tables);
     auto r = RecordChangeRelay::Open(store.get(), queue.get(), clock, o);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *std::move(r) : nullptr;
   }
-  void Put(const std::string& table, const std::string& pk, const std::string& sk, const std::string& status) {
+  void Put(const std::string& table, const std::string& pk, const std::string& sk,
+           const std::string& status) {
     PutRequest p;
     p.table = table;
     p.item = Item{{"pk", Value::S(pk)}, {"sk", Value::S(sk)}, {"status", Value::S(status)}};
@@ -72,7 +75,8 @@ struct Seen {
   std::vector<Envelope> sorted() {
     std::lock_guard<std::mutex> l(mu);
     auto out = events;
-    std::sort(out.begin(), out.end(), [](const Envelope& a, const Envelope& b) { return a.id < b.id; });
+    std::sort(out.begin(), out.end(),
+              [](const Envelope& a, const Envelope& b) { return a.id < b.id; });
     return out;
   }
 };
@@ -135,7 +139,7 @@ TEST_F(RelayRecordsTest, InsertModifyRemoveReachBestEffortHandlerWithImagesAndTe
   d.table = "orders";
   d.key = u.key;
   ASSERT_TRUE(s.store->DeleteItem(d).ok());
-  s.Put("orders", "CATALOG", "c1", "x");              // no tenant prefix -> "global"
+  s.Put("orders", "CATALOG", "c1", "x");                // no tenant prefix -> "global"
   s.Put("notes", "TENANT#acme#NOTE", "n1", "ignored");  // table not configured
 
   ASSERT_TRUE(relay->Drain().ok());
@@ -195,8 +199,9 @@ TEST_F(RelayRecordsTest, FailingHandlerIsCountedAndDoesNotBlockOthers) {
   routing::Router router;
   Seen seen;
   ASSERT_TRUE(router
-                  .Add(BestEffort("a-fails", "row.orders.*",
-                                  [](HandlerContext&, const Envelope&) { return absl::InternalError("boom"); }))
+                  .Add(BestEffort(
+                      "a-fails", "row.orders.*",
+                      [](HandlerContext&, const Envelope&) { return absl::InternalError("boom"); }))
                   .ok());
   ASSERT_TRUE(router
                   .Add(BestEffort("b-throws", "row.orders.INSERT",
@@ -210,7 +215,8 @@ TEST_F(RelayRecordsTest, FailingHandlerIsCountedAndDoesNotBlockOthers) {
                   .Add(BestEffort("d-writes", "row.orders.*",
                                   [add_write_codes](HandlerContext& ctx, const Envelope&) {
                                     // BEST_EFFORT has no transaction to join: AddWrite says so.
-                                    absl::Status st = ctx.AddWrite(TransactWriteItem::Put("orders", Item{}));
+                                    absl::Status st =
+                                        ctx.AddWrite(TransactWriteItem::Put("orders", Item{}));
                                     add_write_codes->push_back(st.code());
                                     return st;
                                   }))

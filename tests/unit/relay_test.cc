@@ -115,7 +115,8 @@ TEST_F(RelayTest, BrokenRecordBecomesVisiblePoisonAndRelayMovesOn) {
   // A deliberately broken event row: right key shape, no envelope fields.
   PutRequest bad;
   bad.table = "outbox_events";
-  bad.item = Item{{"pk", Value::S("TENANT#t9#EVENT")}, {"sk", Value::S(SeqSortKey(1))}, {"junk", Value::N(1)}};
+  bad.item = Item{
+      {"pk", Value::S("TENANT#t9#EVENT")}, {"sk", Value::S(SeqSortKey(1))}, {"junk", Value::N(1)}};
   ASSERT_TRUE(s.store->PutItem(bad).ok());
   ASSERT_TRUE(s.engine->Emit(RequestContext{.tenant = "t1"}, "com.a", Value::M({})).ok());
   ASSERT_TRUE(s.relay->Drain().ok());
@@ -136,11 +137,13 @@ TEST_F(RelayTest, GapInTheFeedIsFilledFromTheEventsTable) {
   ASSERT_TRUE(s.engine->Emit(RequestContext{.tenant = "t1"}, "com.a", Value::M({})).ok());
   ASSERT_TRUE(s.engine->Emit(RequestContext{.tenant = "t1"}, "com.a", Value::M({})).ok());
   // Simulate a change feed that surfaced seq 3 but lost seq 2's record.
-  ASSERT_TRUE(s.db->Write([](sqlite::Conn& c) {
-                     return c.Exec(
-                         "DELETE FROM s_changes WHERE seq = (SELECT seq FROM s_changes WHERE type = 0 AND "
-                         "keys LIKE '%#EVENT%' ORDER BY seq DESC LIMIT 1 OFFSET 1)");
-                   }).ok());
+  ASSERT_TRUE(
+      s.db->Write([](sqlite::Conn& c) {
+            return c.Exec(
+                "DELETE FROM s_changes WHERE seq = (SELECT seq FROM s_changes WHERE type = 0 AND "
+                "keys LIKE '%#EVENT%' ORDER BY seq DESC LIMIT 1 OFFSET 1)");
+          })
+          .ok());
   ASSERT_TRUE(s.relay->Drain().ok());
   EXPECT_EQ(s.relay->metrics().resequenced.load(), 1);
   auto got = DrainQueue(*s.queue);
@@ -175,7 +178,10 @@ TEST_F(RelayTest, NoLossNoDuplicatesAcrossKilledRelays) {
       _exit(127);
     }
     for (int i = 0; i < 40; ++i, ++emitted) {
-      ASSERT_TRUE(s.engine->Emit(RequestContext{.tenant = "t" + std::to_string(i % 3)}, "com.a", Value::M({})).ok());
+      ASSERT_TRUE(
+          s.engine
+              ->Emit(RequestContext{.tenant = "t" + std::to_string(i % 3)}, "com.a", Value::M({}))
+              .ok());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 150));
     kill(pid, SIGKILL);

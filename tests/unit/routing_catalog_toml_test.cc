@@ -88,16 +88,20 @@ name = "s2"
 glob = "a"
 lane = "DURABEL"
 )";
-  EXPECT_EQ(Err(text),
-            "outbox.toml:18: subscriptions[2].lane: must be one of INLINE, LOCAL, DURABLE, BEST_EFFORT, "
-            "got \"DURABEL\"");
+  EXPECT_EQ(
+      Err(text),
+      "outbox.toml:18: subscriptions[2].lane: must be one of INLINE, LOCAL, DURABLE, BEST_EFFORT, "
+      "got \"DURABEL\"");
 }
 
 TEST(CatalogToml, OtherErrors) {
-  EXPECT_THAT(Err("[[subscriptions]]\nname = \"x\"\nglob = \"a\"\nlane = \"LOCAL\"\nmax_attempts = \"5\"\n"),
-              HasSubstr("outbox.toml:5: subscriptions[0].max_attempts: must be an integer, got string"));
-  EXPECT_THAT(Err("[[subscriptions]]\nname = \"x\"\nglob = \"a\"\nlane = \"LOCAL\"\nmax_attempts = 0\n"),
-              HasSubstr("outbox.toml:5: subscriptions[0].max_attempts: must be between 1"));
+  EXPECT_THAT(
+      Err("[[subscriptions]]\nname = \"x\"\nglob = \"a\"\nlane = \"LOCAL\"\nmax_attempts = "
+          "\"5\"\n"),
+      HasSubstr("outbox.toml:5: subscriptions[0].max_attempts: must be an integer, got string"));
+  EXPECT_THAT(
+      Err("[[subscriptions]]\nname = \"x\"\nglob = \"a\"\nlane = \"LOCAL\"\nmax_attempts = 0\n"),
+      HasSubstr("outbox.toml:5: subscriptions[0].max_attempts: must be between 1"));
   EXPECT_THAT(Err("[[subscriptions]]\nname = \"x\"\nlane = \"LOCAL\"\n"),
               HasSubstr("outbox.toml:1: subscriptions[0].glob: required"));
   EXPECT_THAT(Err("[[subscriptions]]\nname = \"x\"\nglob = \"a\"\n"),
@@ -106,11 +110,14 @@ TEST(CatalogToml, OtherErrors) {
               HasSubstr("outbox.toml:5: subscriptions[0].retries: unknown key"));
   EXPECT_THAT(Err("[[event_types]]\ntype = \"a\"\n\n[[event_types]]\ntype = \"a\"\n"),
               HasSubstr("outbox.toml:4: event_types[1].type: \"a\" is already declared at line 1"));
-  EXPECT_THAT(Err("[[event_types]]\nproducer = \"p\"\n"), HasSubstr("outbox.toml:1: event_types[0].type: required"));
+  EXPECT_THAT(Err("[[event_types]]\nproducer = \"p\"\n"),
+              HasSubstr("outbox.toml:1: event_types[0].type: required"));
   EXPECT_THAT(Err("[[event_types]]\ntype = 5\n"),
               HasSubstr("outbox.toml:2: event_types[0].type: must be a string, got integer"));
-  EXPECT_THAT(Err("event_types = 3\n"), HasSubstr("outbox.toml:1: event_types: must be an array of tables"));
-  EXPECT_THAT(Err("[[event_types]]\ntype = \"a\"\n\n\nbroken = = 1\n"), HasSubstr("outbox.toml:5: invalid TOML"));
+  EXPECT_THAT(Err("event_types = 3\n"),
+              HasSubstr("outbox.toml:1: event_types: must be an array of tables"));
+  EXPECT_THAT(Err("[[event_types]]\ntype = \"a\"\n\n\nbroken = = 1\n"),
+              HasSubstr("outbox.toml:5: invalid TOML"));
 }
 
 TEST(CatalogToml, LoadsFilesAndNamesThePath) {
@@ -129,7 +136,8 @@ TEST(CatalogToml, LoadsFilesAndNamesThePath) {
 
 TEST(CatalogToml, PatternsAreCheckedByTheContractNotTheLoader) {
   auto cfg = ParseCatalogToml(
-      "[[event_types]]\ntype = \"a\"\nproducer = \"p\"\n[[subscriptions]]\nname = \"s\"\nglob = \"a\"\n"
+      "[[event_types]]\ntype = \"a\"\nproducer = \"p\"\n[[subscriptions]]\nname = \"s\"\nglob = "
+      "\"a\"\n"
       "lane = \"LOCAL\"\npattern = '{\"x\": 1}'\n");
   ASSERT_TRUE(cfg.ok()) << cfg.status();
   auto v = CheckContract(cfg->catalog, cfg->subscriptions);

@@ -8,7 +8,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Subscription Sub(std::string name, std::string glob, Lane lane, std::optional<std::string> pattern = {}) {
+Subscription Sub(std::string name, std::string glob, Lane lane,
+                 std::optional<std::string> pattern = {}) {
   Subscription s;
   s.name = std::move(name);
   s.glob = std::move(glob);
@@ -59,7 +60,8 @@ TEST(Contract, CleanConfigHasNoViolations) {
 }
 
 TEST(Contract, EmittedTypeMustBeDeclared) {
-  auto v = CheckContract(Base(), {}, {"com.payment_completed", "com.payment_complete", "com.payment_complete"});
+  auto v = CheckContract(Base(), {},
+                         {"com.payment_completed", "com.payment_complete", "com.payment_complete"});
   ASSERT_EQ(Codes(v), std::vector<std::string>{"undeclared_type"}) << All(v);
   EXPECT_THAT(v[0].message, HasSubstr("\"com.payment_complete\""));
   EXPECT_THAT(v[0].message, HasSubstr("closest declared type: \"com.payment_completed\""));
@@ -93,7 +95,8 @@ TEST(Contract, RowSubscriptionsOnlyOnBestEffort) {
 TEST(Contract, NothingElseOnBestEffort) {
   auto v = CheckContract(Base(), {Sub("pay", "com.payment_*", Lane::kBestEffort),
                                   Sub("everything", "*", Lane::kBestEffort)});
-  EXPECT_EQ(Codes(v), (std::vector<std::string>{"domain_on_best_effort", "domain_on_best_effort"})) << All(v);
+  EXPECT_EQ(Codes(v), (std::vector<std::string>{"domain_on_best_effort", "domain_on_best_effort"}))
+      << All(v);
   EXPECT_THAT(v[0].message, HasSubstr("subscription \"pay\""));
   EXPECT_THAT(v[0].message, HasSubstr("BEST_EFFORT"));
 }
@@ -102,18 +105,21 @@ TEST(Contract, NamesUnique) {
   auto v = CheckContract(Base(), {Sub("dup", "com.payment_completed", Lane::kDurable),
                                   Sub("dup", "com.payment_failed", Lane::kLocal),
                                   Sub("", "com.payment_failed", Lane::kLocal)});
-  EXPECT_EQ(Codes(v), (std::vector<std::string>{"invalid_subscription", "duplicate_name"})) << All(v);
+  EXPECT_EQ(Codes(v), (std::vector<std::string>{"invalid_subscription", "duplicate_name"}))
+      << All(v);
   EXPECT_THAT(v[1].message, HasSubstr("\"dup\" is used 2 times"));
   EXPECT_THAT(v[1].message, HasSubstr("glob \"com.payment_failed\" on LOCAL"));
 }
 
 TEST(Contract, InvalidPatternAndOptions) {
-  Subscription s = Sub("p", "com.payment_completed", Lane::kDurable, R"({"payload":{"amount":[{"numeric":5}]}})");
+  Subscription s = Sub("p", "com.payment_completed", Lane::kDurable,
+                       R"({"payload":{"amount":[{"numeric":5}]}})");
   Subscription o = Sub("o", "com.payment_completed", Lane::kDurable);
   o.options.max_attempts = 0;
   o.options.handler_timeout = absl::Seconds(30);
   auto v = CheckContract(Base(), {s, o});
-  EXPECT_EQ(Codes(v), (std::vector<std::string>{"invalid_pattern", "invalid_subscription", "invalid_subscription"}))
+  EXPECT_EQ(Codes(v), (std::vector<std::string>{"invalid_pattern", "invalid_subscription",
+                                                "invalid_subscription"}))
       << All(v);
   EXPECT_THAT(v[0].message, HasSubstr("payload.amount"));
   EXPECT_THAT(v[1].message, HasSubstr("max_attempts"));
@@ -126,7 +132,8 @@ TEST(Contract, RegressionContactAddrTypoOnDurable) {
   Catalog c;
   ASSERT_TRUE(c.Declare({"row.CONTACTADDRESS.MODIFY", "crm", ""}).ok());
   auto v = CheckContract(c, {Sub("sync-address", "row.CONTACTADDR.MODIFY", Lane::kDurable)});
-  ASSERT_EQ(Codes(v), (std::vector<std::string>{"unmatched_glob", "row_not_best_effort"})) << All(v);
+  ASSERT_EQ(Codes(v), (std::vector<std::string>{"unmatched_glob", "row_not_best_effort"}))
+      << All(v);
   const std::string all = All(v);
   EXPECT_THAT(v[0].message, HasSubstr("subscription \"sync-address\""));
   EXPECT_THAT(v[0].message, HasSubstr("glob \"row.CONTACTADDR.MODIFY\""));
@@ -140,9 +147,9 @@ TEST(Contract, RegressionContactAddrTypoOnDurable) {
 TEST(Contract, EveryViolationListed) {
   Catalog c = Base();
   ASSERT_TRUE(c.Declare({"com.orphan", "", ""}).ok());
-  auto v = CheckContract(c,
-                         {Sub("a", "row.NOPE.*", Lane::kDurable), Sub("a", "com.payment_*", Lane::kBestEffort)},
-                         {"com.ghost"});
+  auto v = CheckContract(
+      c, {Sub("a", "row.NOPE.*", Lane::kDurable), Sub("a", "com.payment_*", Lane::kBestEffort)},
+      {"com.ghost"});
   EXPECT_EQ(v.size(), 6u) << All(v);
 }
 
@@ -164,7 +171,10 @@ TEST(CatalogExport, JsonShowsReach) {
 TEST(CatalogExport, Markdown) {
   Catalog c = Base();
   std::string md = ExportCatalogMarkdown(c, {Sub("mirror", "com.payment_*", Lane::kDurable)});
-  EXPECT_THAT(md, HasSubstr("| `com.payment_completed` | payments | a payment went through | `mirror` (DURABLE) |"));
+  EXPECT_THAT(
+      md,
+      HasSubstr(
+          "| `com.payment_completed` | payments | a payment went through | `mirror` (DURABLE) |"));
   EXPECT_THAT(md, HasSubstr("| `row.CONTACTADDRESS.MODIFY` | crm | — | **nobody** |"));
   EXPECT_THAT(md, HasSubstr("## Producers"));
   EXPECT_THAT(md, HasSubstr("| `mirror` | `com.payment_*` | DURABLE |"));

@@ -74,22 +74,26 @@ TEST(EventPatternVectors, LocalStackCasesCheckedAgainstAws) {
         << "pattern " << tmpl.at("EventPattern").dump() << "\nevent " << tmpl.at("Event").dump();
     if (p->Matches(tmpl.at("Event")) == want) ++passed;
   }
-  EXPECT_EQ(seen_excluded.size(), kNotSupported.size()) << "allow-list names a case that does not exist";
+  EXPECT_EQ(seen_excluded.size(), kNotSupported.size())
+      << "allow-list names a case that does not exist";
   EXPECT_EQ(passed + excluded, 155);
   std::cout << "[localstack] passed " << passed << ", excluded " << excluded << "\n";
 }
 
 TEST(EventPatternVectors, LocalStackRepeatedKeyCase) {
   // The pattern repeats "location"; the JSON parser keeps the last one, as AWS does.
-  auto p = EventPattern::Parse(ReadText(PatternDir() + "/localstack/templates/complex_multi_key_event_pattern.json"));
+  auto p = EventPattern::Parse(
+      ReadText(PatternDir() + "/localstack/templates/complex_multi_key_event_pattern.json"));
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_TRUE(p->Matches(ReadJson(PatternDir() + "/localstack/templates/complex_multi_key_event.json")));
+  EXPECT_TRUE(
+      p->Matches(ReadJson(PatternDir() + "/localstack/templates/complex_multi_key_event.json")));
 }
 
 TEST(EventPatternVectors, EventRulerCorrectnessCases) {
   const std::string dir = PatternDir() + "/event-ruler";
   const json cases = ReadJson(dir + "/correctness-cases.json");
-  const json expected = ReadJson(dir + "/expected.json").at("correctness-cases.json").at("expected_match");
+  const json expected =
+      ReadJson(dir + "/expected.json").at("correctness-cases.json").at("expected_match");
   ASSERT_EQ(cases.size(), 51u);
   int passed = 0;
   for (const json& c : cases) {
@@ -99,7 +103,8 @@ TEST(EventPatternVectors, EventRulerCorrectnessCases) {
     auto p = EventPattern::FromJson(c.at("rule"));
     ASSERT_TRUE(p.ok()) << p.status();
     const bool got = p->Matches(c.at("event"));
-    EXPECT_EQ(got, expected.at(name).get<bool>()) << c.at("rule").dump() << "\n" << c.at("event").dump();
+    EXPECT_EQ(got, expected.at(name).get<bool>()) << c.at("rule").dump() << "\n"
+                                                  << c.at("event").dump();
     if (got == expected.at(name).get<bool>()) ++passed;
   }
   std::cout << "[event-ruler correctness] passed " << passed << " of " << cases.size() << "\n";
@@ -135,7 +140,8 @@ TEST(EventPatternVectors, EventRulerBigEvent) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_TRUE(p->Matches(event));
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - start).count();
+                      std::chrono::steady_clock::now() - start)
+                      .count();
   EXPECT_LT(ms, 500);
 }
 
@@ -236,7 +242,8 @@ TEST(EventPattern, EnvelopeDocument) {
   EXPECT_EQ(doc, json::parse(R"({"id":"01J","type":"com.payment_completed","tenant":"t1","seq":7,
       "correlation_id":"c","actor":"bob","occurred_at":1700000000000,
       "payload":{"amount":42,"currency":"EUR"}})"));
-  EXPECT_TRUE(M(R"({"type":[{"prefix":"com."}],"payload":{"amount":[{"numeric":[">",0]}]}})", doc.dump()));
+  EXPECT_TRUE(
+      M(R"({"type":[{"prefix":"com."}],"payload":{"amount":[{"numeric":[">",0]}]}})", doc.dump()));
 }
 
 TEST(EventPattern, RelayInsertFilter) {

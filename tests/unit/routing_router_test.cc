@@ -8,7 +8,8 @@
 namespace outbox::routing {
 namespace {
 
-Subscription Sub(std::string name, std::string glob, Lane lane, std::optional<std::string> pattern = {}) {
+Subscription Sub(std::string name, std::string glob, Lane lane,
+                 std::optional<std::string> pattern = {}) {
   Subscription s;
   s.name = std::move(name);
   s.glob = std::move(glob);
@@ -37,11 +38,13 @@ TEST(Router, MatchesGlobLaneAndPattern) {
   Router r;
   ASSERT_TRUE(r.Add(Sub("all-payments", "com.payment_*", Lane::kDurable)).ok());
   ASSERT_TRUE(r.Add(Sub("big-payments", "com.payment_*", Lane::kDurable,
-                        R"({"payload":{"amount":[{"numeric":[">",100]}]}})")).ok());
+                        R"({"payload":{"amount":[{"numeric":[">",100]}]}})"))
+                  .ok());
   ASSERT_TRUE(r.Add(Sub("local-audit", "com.*", Lane::kLocal)).ok());
   ASSERT_TRUE(r.Add(Sub("exact", "com.payment_completed", Lane::kDurable)).ok());
   using V = std::vector<std::string>;
-  EXPECT_EQ(Names(r.Match(Event("com.payment_completed", 5), Lane::kDurable)), (V{"all-payments", "exact"}));
+  EXPECT_EQ(Names(r.Match(Event("com.payment_completed", 5), Lane::kDurable)),
+            (V{"all-payments", "exact"}));
   EXPECT_EQ(Names(r.Match(Event("com.payment_completed", 500), Lane::kDurable)),
             (V{"all-payments", "big-payments", "exact"}));
   EXPECT_EQ(Names(r.Match(Event("com.payment_failed", 500), Lane::kLocal)), (V{"local-audit"}));
@@ -66,9 +69,10 @@ TEST(Router, RefusesBadSubscriptions) {
 TEST(Router, ConcurrentReadsAfterSetup) {
   Router r;
   for (int i = 0; i < 20; ++i) {
-    ASSERT_TRUE(r.Add(Sub("s" + std::to_string(i), "com.*", Lane::kDurable,
-                          R"({"payload":{"amount":[{"numeric":[">=",)" + std::to_string(i) + "]}]}}"))
-                    .ok());
+    ASSERT_TRUE(
+        r.Add(Sub("s" + std::to_string(i), "com.*", Lane::kDurable,
+                  R"({"payload":{"amount":[{"numeric":[">=",)" + std::to_string(i) + "]}]}}"))
+            .ok());
   }
   std::vector<std::thread> threads;
   std::atomic<int> bad{0};

@@ -4,8 +4,6 @@
 // both cases. Handlers write their effect through AddWrite
 // (`effects` row per idempotency key, `runs` incremented), so "exactly once"
 // is checked in the store, not only in memory.
-#include "outbox/worker.h"
-
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -20,6 +18,7 @@
 
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
+#include "outbox/worker.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "routing/router.h"
 #include "store/dynamodb/dynamodb_store.h"
@@ -91,8 +90,8 @@ std::unique_ptr<Store> OpenDynamoDb(const StoreTarget& t) {
 
 // Opens (and on first use creates) store, queue, inbox, effects table and the
 // FIFO queue with redrive to a DLQ.
-Env OpenEnv(const std::string& path, Clock* clock, absl::Duration visibility, int max_receive, bool create,
-            const StoreTarget& target = {}) {
+Env OpenEnv(const std::string& path, Clock* clock, absl::Duration visibility, int max_receive,
+            bool create, const StoreTarget& target = {}) {
   Env env;
   sqlite::DatabaseOptions o;
   o.path = path;
@@ -144,11 +143,14 @@ struct ProofBackend {
   bool dynamodb = false;
 };
 const ProofBackend kBackends[] = {{"embedded", false}, {"dynamodb", true}};
-std::string BackendName(const ::testing::TestParamInfo<ProofBackend>& info) { return info.param.name; }
+std::string BackendName(const ::testing::TestParamInfo<ProofBackend>& info) {
+  return info.param.name;
+}
 
 StoreTarget TargetFor(const ProofBackend& b) {
   if (!b.dynamodb) return {};
-  return {testing_support::DynamoDbLocal::Endpoint(), testing_support::DynamoDbLocal::FreshAccessKey()};
+  return {testing_support::DynamoDbLocal::Endpoint(),
+          testing_support::DynamoDbLocal::FreshAccessKey()};
 }
 
 class WorkerProofs : public ::testing::TestWithParam<ProofBackend> {
@@ -212,8 +214,8 @@ class WorkerProofs : public ::testing::TestWithParam<ProofBackend> {
     WorkerOptions o;
     o.owner = owner;
     o.wait = absl::ZeroDuration();
-    return std::make_unique<DurableWorker>(env_.store.get(), env_.queue.get(), env_.inbox.get(), &router_,
-                                           &clock_, o);
+    return std::make_unique<DurableWorker>(env_.store.get(), env_.queue.get(), env_.inbox.get(),
+                                           &router_, &clock_, o);
   }
   void Run(DurableWorker& w) {
     absl::Status s = w.RunOnce();
@@ -309,7 +311,8 @@ TEST_P(WorkerProofs, BackoffWithVisibilityRetriesSoonerThanTheVisibilityTimeout)
 }
 
 TEST_P(WorkerProofs, TerminalErrorDeadLettersAfterOneTryAndDeletes) {
-  Subscribe("charge", "order.*", [](HandlerContext&, const Envelope&) { return TerminalError("card refused"); });
+  Subscribe("charge", "order.*",
+            [](HandlerContext&, const Envelope&) { return TerminalError("card refused"); });
   auto w = Worker();
   Envelope e = Event("t1", 1);
   Send(e);
@@ -334,8 +337,10 @@ TEST_P(WorkerProofs, TerminalErrorDeadLettersAfterOneTryAndDeletes) {
 }
 
 TEST_P(WorkerProofs, ExhaustedRetriesMarkDeadAtTheLastAttempt) {
-  Subscribe("sync", "order.*", [](HandlerContext&, const Envelope&) { return absl::InternalError("boom"); },
-            /*max_attempts=*/3);
+  Subscribe(
+      "sync", "order.*",
+      [](HandlerContext&, const Envelope&) { return absl::InternalError("boom"); },
+      /*max_attempts=*/3);
   auto w = Worker();
   Envelope e = Event("t1", 1);
   Send(e);
@@ -359,7 +364,9 @@ TEST_P(WorkerProofs, ExhaustedRetriesMarkDeadAtTheLastAttempt) {
 
 TEST_P(WorkerProofs, LastReceiveMarksDeadBeforeTheQueueDeadLetters) {
   // max_attempts 10 but the queue redrives after 5 receives: receive 5 is the last.
-  Subscribe("sync", "order.*", [](HandlerContext&, const Envelope&) { return absl::InternalError("boom"); }, 10);
+  Subscribe(
+      "sync", "order.*",
+      [](HandlerContext&, const Envelope&) { return absl::InternalError("boom"); }, 10);
   auto w = Worker();
   Envelope e = Event("t1", 1);
   Send(e);
@@ -437,7 +444,8 @@ TEST_P(WorkerProofs, DuplicateDeliveryRunsTheHandlerOnce) {
 TEST_P(WorkerProofs, PartialBatchKeepsGroupOrderAndOtherGroupsProceed) {
   std::atomic<bool> failed_once{false};
   Subscribe("apply", "order.*", [&](HandlerContext&, const Envelope& e) {
-    if (e.tenant == "G" && e.seq == 2 && !failed_once.exchange(true)) return absl::UnavailableError("later");
+    if (e.tenant == "G" && e.seq == 2 && !failed_once.exchange(true))
+      return absl::UnavailableError("later");
     return absl::OkStatus();
   });
   auto w = Worker();
@@ -450,7 +458,7 @@ TEST_P(WorkerProofs, PartialBatchKeepsGroupOrderAndOtherGroupsProceed) {
   EXPECT_EQ(w->metrics().received.load(), 8);
   EXPECT_EQ(Order("G"), (std::vector<int64_t>{1, 2}));  // 3..5 not processed
   EXPECT_EQ(Order("H"), (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_EQ(InFlight(), 4);                             // G2..G5 neither processed nor deleted
+  EXPECT_EQ(InFlight(), 4);  // G2..G5 neither processed nor deleted
   EXPECT_EQ(QueueDepth(), 4);
   for (int i = 2; i < 5; ++i) EXPECT_FALSE(Row(g[i], "apply")) << "G" << i + 1 << " was claimed";
   Expire();
@@ -484,8 +492,9 @@ TEST_P(WorkerProofs, PoisonPillIsRecordedAndDeletedAndTheGroupFlows) {
 TEST_P(WorkerProofs, FanOutIsolationOneFailingSubscriptionDoesNotRerunTheOthers) {
   Subscribe("s1", "order.*");
   Subscribe("s2", "order.placed");
-  Subscribe("s3", "order.*", [](HandlerContext&, const Envelope&) { return absl::UnavailableError("s3 down"); },
-            5);
+  Subscribe(
+      "s3", "order.*",
+      [](HandlerContext&, const Envelope&) { return absl::UnavailableError("s3 down"); }, 5);
   Subscribe("s4", "*");
   auto w = Worker();
   Envelope e = Event("t1", 1);
@@ -655,7 +664,8 @@ TEST_P(WorkerProofs, StartStopDrainsInBackground) {
   w.Stop();
   EXPECT_EQ(w.metrics().deleted.load(), 20);
   for (const auto& e : events) EXPECT_EQ(Runs(e, "notify"), 1);
-  for (int t = 0; t < 4; ++t) EXPECT_EQ(Order("t" + std::to_string(t)), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  for (int t = 0; t < 4; ++t)
+    EXPECT_EQ(Order("t" + std::to_string(t)), (std::vector<int64_t>{1, 2, 3, 4, 5}));
 }
 
 // ---- crash: a worker process killed between claim and complete ------------------------

@@ -14,8 +14,6 @@
 // Forwarding: the real change-feed relay (ChangeFeedRelay::Drain) moves the
 // emitted log into the FIFO queue before the worker processes start.
 #include <gtest/gtest.h>
-
-#include "outbox/relay.h"
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +30,7 @@
 #include "outbox/engine.h"
 #include "outbox/envelope_codec.h"
 #include "outbox/inbox.h"
+#include "outbox/relay.h"
 #include "outbox/worker.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "routing/router.h"
@@ -45,7 +44,8 @@ namespace outbox::soak {
 constexpr char kQueue[] = "soak-crash-events.fifo";  // a name-space no other test uses
 constexpr int kTenants = 16;
 constexpr int kEvents = 10000;
-constexpr int kPerBatch = 80;  // an emit transaction holds at most 100 items (head + registry + events)
+constexpr int kPerBatch =
+    80;  // an emit transaction holds at most 100 items (head + registry + events)
 constexpr int kKills = 20;
 constexpr absl::Duration kVisibility = absl::Seconds(2);
 constexpr absl::Duration kLease = absl::Milliseconds(1500);
@@ -143,7 +143,8 @@ int64_t Depth(SqliteQueue& q) {
 std::vector<Item> AllItems(sqlite::Database& db, const std::string& table) {
   std::vector<Item> out;
   absl::Status st = db.Read([&](sqlite::Conn& c) -> absl::Status {
-    auto stmt = c.Prepare("SELECT i.item FROM s_items i JOIN s_tables t ON i.tbl = t.id WHERE t.name = ?1");
+    auto stmt =
+        c.Prepare("SELECT i.item FROM s_items i JOIN s_tables t ON i.tbl = t.id WHERE t.name = ?1");
     if (!stmt.ok()) return stmt.status();
     stmt->Bind(1, table);
     for (;;) {
@@ -162,7 +163,9 @@ std::vector<Item> AllItems(sqlite::Database& db, const std::string& table) {
 TEST(WorkerSoak, SigkilledWorkerProcessesCommitEveryEffectExactlyOnce) {
   auto t0 = std::chrono::steady_clock::now();
   spdlog::set_level(spdlog::level::warn);
-  auto secs = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  auto secs = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   testing_support::TempDir dir;
   const std::string path = dir.file("soak.db");
   Env env = OpenEnv(path);
@@ -222,7 +225,8 @@ TEST(WorkerSoak, SigkilledWorkerProcessesCommitEveryEffectExactlyOnce) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(run_ms(rng)));
     int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0) << "worker child exited early with status " << status;
+    ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0)
+        << "worker child exited early with status " << status;
     ASSERT_EQ(kill(pid, SIGKILL), 0);
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
@@ -252,7 +256,8 @@ TEST(WorkerSoak, SigkilledWorkerProcessesCommitEveryEffectExactlyOnce) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     w.Stop();
-    ASSERT_EQ(Depth(*env.queue), 0) << "the final worker did not empty the queue within its drain budget";
+    ASSERT_EQ(Depth(*env.queue), 0)
+        << "the final worker did not empty the queue within its drain budget";
     EXPECT_EQ(w.metrics().handler_dead.load(), 0);
     EXPECT_EQ(w.metrics().lease_lost.load(), 0);
   }
@@ -295,7 +300,8 @@ TEST(WorkerSoak, SigkilledWorkerProcessesCommitEveryEffectExactlyOnce) {
         continue;
       }
       if (e->second != 1 || c->second != 1) {
-        if (++duplicated <= 5) ADD_FAILURE() << key << ": " << e->second << " effect rows, runs = " << c->second;
+        if (++duplicated <= 5)
+          ADD_FAILURE() << key << ": " << e->second << " effect rows, runs = " << c->second;
       }
     }
   }
@@ -324,9 +330,11 @@ TEST(WorkerSoak, SigkilledWorkerProcessesCommitEveryEffectExactlyOnce) {
   }
 
   fmt::print(
-      "soak: emit {:.1f}s, forward {:.1f}s, {} kills until {:.1f}s ({} messages left), final worker ran {} "
+      "soak: emit {:.1f}s, forward {:.1f}s, {} kills until {:.1f}s ({} messages left), final "
+      "worker ran {} "
       "handlers until {:.1f}s, checks done at {:.1f}s\n",
-      emit_s, relay_s - emit_s, kills, kills_s, left_after_kills, parent_runs.load(), final_s, secs());
+      emit_s, relay_s - emit_s, kills, kills_s, left_after_kills, parent_runs.load(), final_s,
+      secs());
 }
 
 }  // namespace outbox::soak

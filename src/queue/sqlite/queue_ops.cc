@@ -11,7 +11,8 @@ namespace {
 
 absl::Status Expired(std::string_view handle) {
   return SqsError(sqs_error::kInvalidParameterValue,
-                  fmt::format("Value {} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.",
+                  fmt::format("Value {} for parameter ReceiptHandle is invalid. Reason: The "
+                              "receipt handle has expired.",
                               handle.substr(0, 128)),
                   absl::StatusCode::kFailedPrecondition);
 }
@@ -32,7 +33,8 @@ absl::StatusOr<HandleRow> LookupHandle(sqlite::Conn& c, const QueueRow& q, std::
                     fmt::format("The receipt handle does not belong to queue \"{}\"", q.name));
   }
   auto s = c.Prepare(
-      "SELECT receipt, visible_at, received_ms, group_id FROM q_messages WHERE seq=? AND queue_id=?");
+      "SELECT receipt, visible_at, received_ms, group_id FROM q_messages WHERE seq=? AND "
+      "queue_id=?");
   if (!s.ok()) return s.status();
   s->Bind(1, h->seq).Bind(2, q.id);
   StmtReset reset_s(*s);
@@ -75,27 +77,32 @@ absl::Status DeleteTx(sqlite::Conn& c, const QueueRow& q, std::string_view handl
   return absl::OkStatus();
 }
 
-absl::Status ChangeVisibilityTx(sqlite::Conn& c, const QueueRow& q, std::string_view handle, int64_t timeout_ms,
-                                int64_t now) {
+absl::Status ChangeVisibilityTx(sqlite::Conn& c, const QueueRow& q, std::string_view handle,
+                                int64_t timeout_ms, int64_t now) {
   if (timeout_ms < 0 || timeout_ms > 43'200'000) {
-    return SqsError(sqs_error::kInvalidParameterValue,
-                    fmt::format("VisibilityTimeout must be between 0 and 43200 s, got {} ms", timeout_ms));
+    return SqsError(
+        sqs_error::kInvalidParameterValue,
+        fmt::format("VisibilityTimeout must be between 0 and 43200 s, got {} ms", timeout_ms));
   }
   ReceiptHandle h;
   auto r = LookupHandle(c, q, handle, &h);
   if (!r.ok()) return r.status();
   if (!r->found) {
-    return SqsError(sqs_error::kMessageNotInflight, "The message referred to by the receipt handle is not in flight");
+    return SqsError(sqs_error::kMessageNotInflight,
+                    "The message referred to by the receipt handle is not in flight");
   }
   if (r->receipt != h.token) return Expired(handle);
   if (r->visible_at <= now) {
     if (q.options.fifo) return Expired(handle);
-    return SqsError(sqs_error::kMessageNotInflight, "The message referred to by the receipt handle is not in flight");
+    return SqsError(sqs_error::kMessageNotInflight,
+                    "The message referred to by the receipt handle is not in flight");
   }
   if (now + timeout_ms > r->received_ms + 43'200'000) {
-    return SqsError(sqs_error::kInvalidParameterValue,
-                    fmt::format("VisibilityTimeout {} ms would exceed the 12 hour maximum counted from the receive",
-                                timeout_ms));
+    return SqsError(
+        sqs_error::kInvalidParameterValue,
+        fmt::format(
+            "VisibilityTimeout {} ms would exceed the 12 hour maximum counted from the receive",
+            timeout_ms));
   }
   auto u = c.Prepare("UPDATE q_messages SET visible_at=? WHERE seq=?");
   if (!u.ok()) return u.status();
@@ -108,7 +115,8 @@ absl::StatusOr<QueueAttributes> AttributesTx(sqlite::Conn& c, std::string_view n
   auto q = LoadQueue(c, name);
   if (!q.ok()) return q.status();
   auto s = c.Prepare(
-      "SELECT COALESCE(SUM(visible_at<=?1),0), COALESCE(SUM(visible_at>?1 AND receipt IS NOT NULL),0), "
+      "SELECT COALESCE(SUM(visible_at<=?1),0), COALESCE(SUM(visible_at>?1 AND receipt IS NOT "
+      "NULL),0), "
       "COALESCE(SUM(visible_at>?1 AND receipt IS NULL),0), MIN(enqueued_ms) FROM q_messages "
       "WHERE queue_id=?2 AND enqueued_ms>?3");
   if (!s.ok()) return s.status();
@@ -124,20 +132,23 @@ absl::StatusOr<QueueAttributes> AttributesTx(sqlite::Conn& c, std::string_view n
     a.visible = s->ColumnInt(0);
     a.in_flight = s->ColumnInt(1);
     a.delayed = s->ColumnInt(2);
-    if (!s->ColumnIsNull(3)) a.age_of_oldest = absl::Milliseconds(std::max<int64_t>(0, now - s->ColumnInt(3)));
+    if (!s->ColumnIsNull(3))
+      a.age_of_oldest = absl::Milliseconds(std::max<int64_t>(0, now - s->ColumnInt(3)));
   }
   return a;
 }
 
-absl::StatusOr<MoveStep> MoveStepTx(sqlite::Conn& c, std::string_view dlq_name, const MoveOptions& o, int64_t budget,
-                                    int64_t* pos_enqueued, int64_t* pos_seq, int64_t now) {
+absl::StatusOr<MoveStep> MoveStepTx(sqlite::Conn& c, std::string_view dlq_name,
+                                    const MoveOptions& o, int64_t budget, int64_t* pos_enqueued,
+                                    int64_t* pos_seq, int64_t now) {
   auto dlq = LoadQueue(c, dlq_name);
   if (!dlq.ok()) return dlq.status();
   std::set<std::string_view> wanted(o.message_ids.begin(), o.message_ids.end());
   std::map<std::string, absl::StatusOr<QueueRow>> dests;
   MoveStep step;
   auto s = c.Prepare(
-      "SELECT seq, enqueued_ms, message_id, body, group_id, dedup_id, sent_ms, visible_at, source_queue "
+      "SELECT seq, enqueued_ms, message_id, body, group_id, dedup_id, sent_ms, visible_at, "
+      "source_queue "
       "FROM q_messages WHERE queue_id=?1 AND (enqueued_ms>?2 OR (enqueued_ms=?2 AND seq>?3)) "
       "ORDER BY enqueued_ms, seq LIMIT 64");
   if (!s.ok()) return s.status();
@@ -154,8 +165,9 @@ absl::StatusOr<MoveStep> MoveStepTx(sqlite::Conn& c, std::string_view dlq_name, 
     if (!r.ok()) return r.status();
     if (!*r) break;
     rows.push_back(Row{s->ColumnInt(0), s->ColumnInt(1), std::string(s->ColumnText(2)),
-                       std::string(s->ColumnBlob(3)), std::string(s->ColumnText(4)), std::string(s->ColumnText(5)),
-                       s->ColumnInt(6), s->ColumnInt(7), std::string(s->ColumnText(8))});
+                       std::string(s->ColumnBlob(3)), std::string(s->ColumnText(4)),
+                       std::string(s->ColumnText(5)), s->ColumnInt(6), s->ColumnInt(7),
+                       std::string(s->ColumnText(8))});
   }
   step.exhausted = rows.size() < 64;
   std::set<std::string> touched_groups;
@@ -171,8 +183,10 @@ absl::StatusOr<MoveStep> MoveStepTx(sqlite::Conn& c, std::string_view dlq_name, 
     std::string dest_name = o.destination.empty() ? r.source : o.destination;
     auto it = dests.find(dest_name);
     if (it == dests.end()) it = dests.emplace(dest_name, LoadQueue(c, dest_name)).first;
-    if (!it->second.ok() || it->second->options.fifo != dlq->options.fifo || it->second->id == dlq->id) {
-      if (!it->second.ok() && it->second.status().code() != absl::StatusCode::kNotFound) return it->second.status();
+    if (!it->second.ok() || it->second->options.fifo != dlq->options.fifo ||
+        it->second->id == dlq->id) {
+      if (!it->second.ok() && it->second.status().code() != absl::StatusCode::kNotFound)
+        return it->second.status();
       ++step.failed;
       continue;
     }
@@ -181,7 +195,8 @@ absl::StatusOr<MoveStep> MoveStepTx(sqlite::Conn& c, std::string_view dlq_name, 
     // A redriven message is new: new id, fresh retention, receive count 0; FIFO
     // keeps the group and the DLQ's dedup id (not subject to dedup).
     auto ins = c.Prepare(
-        "INSERT INTO q_messages(queue_id, message_id, body, group_id, dedup_id, sent_ms, enqueued_ms, visible_at, "
+        "INSERT INTO q_messages(queue_id, message_id, body, group_id, dedup_id, sent_ms, "
+        "enqueued_ms, visible_at, "
         "receive_count) VALUES(?,?,?,?,?,?,?,?,0)");
     if (!ins.ok()) return ins.status();
     std::string id = NewMessageId();
@@ -196,9 +211,11 @@ absl::StatusOr<MoveStep> MoveStepTx(sqlite::Conn& c, std::string_view dlq_name, 
                          .Bind(8, visible)
                          .Run());
     if (fifo) {
-      auto g = c.Prepare("INSERT OR IGNORE INTO q_groups(queue_id, group_id, ready_at) VALUES(?,?,?)");
+      auto g =
+          c.Prepare("INSERT OR IGNORE INTO q_groups(queue_id, group_id, ready_at) VALUES(?,?,?)");
       if (!g.ok()) return g.status();
-      QRETURN_IF_ERROR(g->Bind(1, dest.id).Bind(2, std::string_view(r.group)).Bind(3, visible).Run());
+      QRETURN_IF_ERROR(
+          g->Bind(1, dest.id).Bind(2, std::string_view(r.group)).Bind(3, visible).Run());
       touched_groups.insert(r.group);
     }
     auto d = c.Prepare("DELETE FROM q_messages WHERE seq=?");

@@ -60,12 +60,15 @@ absl::Status DeleteMessageRow(sqlite::Conn& c, int64_t seq) {
 }
 
 // Inserts a message row; returns its seq.
-absl::StatusOr<int64_t> InsertMessage(sqlite::Conn& c, int64_t queue_id, std::string_view message_id,
-                                      std::string_view body, std::string_view group_id, std::string_view dedup_id,
+absl::StatusOr<int64_t> InsertMessage(sqlite::Conn& c, int64_t queue_id,
+                                      std::string_view message_id, std::string_view body,
+                                      std::string_view group_id, std::string_view dedup_id,
                                       int64_t sent_ms, int64_t enqueued_ms, int64_t visible_at,
-                                      int64_t receive_count, int64_t first_receive_ms, std::string_view source) {
+                                      int64_t receive_count, int64_t first_receive_ms,
+                                      std::string_view source) {
   auto s = c.Prepare(
-      "INSERT INTO q_messages(queue_id, message_id, body, group_id, dedup_id, sent_ms, enqueued_ms, visible_at, "
+      "INSERT INTO q_messages(queue_id, message_id, body, group_id, dedup_id, sent_ms, "
+      "enqueued_ms, visible_at, "
       "receive_count, first_receive_ms, source_queue) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return s.status();
   s->Bind(1, queue_id).Bind(2, message_id).BindBlob(3, body).Bind(4, group_id).Bind(5, dedup_id);
@@ -84,7 +87,8 @@ absl::StatusOr<int64_t> InsertMessage(sqlite::Conn& c, int64_t queue_id, std::st
   int64_t seq = c.last_insert_rowid();
   if (!group_id.empty()) {
     // Appended at the tail: an existing group keeps its ready_at (invariant 1).
-    auto g = c.Prepare("INSERT OR IGNORE INTO q_groups(queue_id, group_id, ready_at) VALUES(?,?,?)");
+    auto g =
+        c.Prepare("INSERT OR IGNORE INTO q_groups(queue_id, group_id, ready_at) VALUES(?,?,?)");
     if (!g.ok()) return g.status();
     QRETURN_IF_ERROR(g->Bind(1, queue_id).Bind(2, group_id).Bind(3, visible_at).Run());
   }
@@ -102,8 +106,9 @@ absl::StatusOr<bool> MoveToDlq(sqlite::Conn& c, const QueueRow& q, const MsgRow&
   if (dlq->options.fifo != q.options.fifo) return false;
   bool fifo = q.options.fifo;
   // FIFO: the dedup id becomes the message id and the retention clock restarts.
-  auto seq = InsertMessage(c, dlq->id, m.message_id, m.body, fifo ? m.group_id : "", fifo ? m.message_id : "",
-                           m.sent_ms, fifo ? now : m.enqueued_ms, now, m.receive_count, m.first_receive_ms, q.name);
+  auto seq = InsertMessage(c, dlq->id, m.message_id, m.body, fifo ? m.group_id : "",
+                           fifo ? m.message_id : "", m.sent_ms, fifo ? now : m.enqueued_ms, now,
+                           m.receive_count, m.first_receive_ms, q.name);
   if (!seq.ok()) return seq.status();
   QRETURN_IF_ERROR(DeleteMessageRow(c, m.seq));
   return true;
@@ -112,8 +117,8 @@ absl::StatusOr<bool> MoveToDlq(sqlite::Conn& c, const QueueRow& q, const MsgRow&
 enum class Outcome { kDelivered, kSkipped, kStop };
 
 // Delivers `m` (or dead-letters / expires it).
-absl::StatusOr<Outcome> DeliverOne(sqlite::Conn& c, const QueueRow& q, const MsgRow& m, int64_t vt_ms, int64_t now,
-                                   std::vector<ReceivedMessage>* out) {
+absl::StatusOr<Outcome> DeliverOne(sqlite::Conn& c, const QueueRow& q, const MsgRow& m,
+                                   int64_t vt_ms, int64_t now, std::vector<ReceivedMessage>* out) {
   if (m.enqueued_ms <= now - Ms(q.options.retention)) {
     QRETURN_IF_ERROR(DeleteMessageRow(c, m.seq));
     return Outcome::kSkipped;
@@ -126,10 +131,12 @@ absl::StatusOr<Outcome> DeliverOne(sqlite::Conn& c, const QueueRow& q, const Msg
   }
   std::string token = NewReceiptToken();
   auto s = c.Prepare(
-      "UPDATE q_messages SET receive_count=receive_count+1, first_receive_ms=COALESCE(first_receive_ms, ?1), "
+      "UPDATE q_messages SET receive_count=receive_count+1, "
+      "first_receive_ms=COALESCE(first_receive_ms, ?1), "
       "received_ms=?1, visible_at=?2, receipt=?3 WHERE seq=?4");
   if (!s.ok()) return s.status();
-  QRETURN_IF_ERROR(s->Bind(1, now).Bind(2, now + vt_ms).Bind(3, std::string_view(token)).Bind(4, m.seq).Run());
+  QRETURN_IF_ERROR(
+      s->Bind(1, now).Bind(2, now + vt_ms).Bind(3, std::string_view(token)).Bind(4, m.seq).Run());
   ReceivedMessage r;
   r.message_id = m.message_id;
   r.body = m.body;
@@ -169,11 +176,15 @@ absl::Status ReceiveFifo(sqlite::Conn& c, const QueueRow& q, int n, int64_t vt_m
       int64_t after = 0;
       bool stop = false;
       while (!stop && static_cast<int>(out->size()) < n) {
-        auto ms = c.Prepare(fmt::format("SELECT {} FROM q_messages WHERE queue_id=? AND group_id=? AND seq>? "
-                                        "ORDER BY seq LIMIT ?",
-                                        kMsgCols));
+        auto ms = c.Prepare(
+            fmt::format("SELECT {} FROM q_messages WHERE queue_id=? AND group_id=? AND seq>? "
+                        "ORDER BY seq LIMIT ?",
+                        kMsgCols));
         if (!ms.ok()) return ms.status();
-        ms->Bind(1, q.id).Bind(2, std::string_view(g)).Bind(3, after).Bind(4, static_cast<int64_t>(n - out->size()));
+        ms->Bind(1, q.id)
+            .Bind(2, std::string_view(g))
+            .Bind(3, after)
+            .Bind(4, static_cast<int64_t>(n - out->size()));
         auto rows = FetchMsgs(*ms);
         if (!rows.ok()) return rows.status();
         if (rows->empty()) break;
@@ -198,7 +209,8 @@ absl::Status ReceiveStandard(sqlite::Conn& c, const QueueRow& q, int n, int64_t 
   std::set<int64_t> seen;  // with visibility 0 a delivered message is visible again at once
   for (int round = 0; round < 4 && static_cast<int>(out->size()) < n; ++round) {
     auto ms = c.Prepare(fmt::format(
-        "SELECT {} FROM q_messages WHERE queue_id=? AND visible_at<=? ORDER BY visible_at LIMIT ?", kMsgCols));
+        "SELECT {} FROM q_messages WHERE queue_id=? AND visible_at<=? ORDER BY visible_at LIMIT ?",
+        kMsgCols));
     if (!ms.ok()) return ms.status();
     ms->Bind(1, q.id).Bind(2, now).Bind(3, static_cast<int64_t>(n - out->size() + seen.size()));
     auto rows = FetchMsgs(*ms);
@@ -271,7 +283,8 @@ CREATE INDEX IF NOT EXISTS q_dedup_expires ON q_dedup(queue_id, expires_ms);
 
 absl::StatusOr<QueueRow> LoadQueue(sqlite::Conn& c, std::string_view name) {
   auto s = c.Prepare(
-      "SELECT id, name, fifo, visibility_ms, retention_ms, max_size, delay_ms, wait_ms, content_dedup, "
+      "SELECT id, name, fifo, visibility_ms, retention_ms, max_size, delay_ms, wait_ms, "
+      "content_dedup, "
       "dedup_window_ms, dlq, max_receive, created_ms FROM q_queues WHERE name=?");
   if (!s.ok()) return s.status();
   s->Bind(1, name);
@@ -279,7 +292,8 @@ absl::StatusOr<QueueRow> LoadQueue(sqlite::Conn& c, std::string_view name) {
   auto row = s->Step();
   if (!row.ok()) return row.status();
   if (!*row) {
-    return SqsError(sqs_error::kQueueDoesNotExist, fmt::format("The specified queue does not exist: \"{}\"", name));
+    return SqsError(sqs_error::kQueueDoesNotExist,
+                    fmt::format("The specified queue does not exist: \"{}\"", name));
   }
   QueueRow q;
   q.id = s->ColumnInt(0);
@@ -293,21 +307,28 @@ absl::StatusOr<QueueRow> LoadQueue(sqlite::Conn& c, std::string_view name) {
   o.receive_wait_time = absl::Milliseconds(s->ColumnInt(7));
   o.content_based_dedup = s->ColumnInt(8) != 0;
   o.dedup_window = absl::Milliseconds(s->ColumnInt(9));
-  if (!s->ColumnIsNull(10)) o.redrive = RedrivePolicy{std::string(s->ColumnText(10)), static_cast<int>(s->ColumnInt(11))};
+  if (!s->ColumnIsNull(10))
+    o.redrive = RedrivePolicy{std::string(s->ColumnText(10)), static_cast<int>(s->ColumnInt(11))};
   q.created_ms = s->ColumnInt(12);
   return q;
 }
 
-absl::Status InsertQueue(sqlite::Conn& c, std::string_view name, const QueueOptions& o, int64_t now_ms) {
+absl::Status InsertQueue(sqlite::Conn& c, std::string_view name, const QueueOptions& o,
+                         int64_t now_ms) {
   auto s = c.Prepare(
-      "INSERT INTO q_queues(name, fifo, visibility_ms, retention_ms, max_size, delay_ms, wait_ms, content_dedup, "
+      "INSERT INTO q_queues(name, fifo, visibility_ms, retention_ms, max_size, delay_ms, wait_ms, "
+      "content_dedup, "
       "dedup_window_ms, dlq, max_receive, created_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return s.status();
-  s->Bind(1, name).Bind(2, int64_t{o.fifo}).Bind(3, Ms(o.visibility_timeout)).Bind(4, Ms(o.retention));
+  s->Bind(1, name)
+      .Bind(2, int64_t{o.fifo})
+      .Bind(3, Ms(o.visibility_timeout))
+      .Bind(4, Ms(o.retention));
   s->Bind(5, o.max_message_size).Bind(6, Ms(o.delay)).Bind(7, Ms(o.receive_wait_time));
   s->Bind(8, int64_t{o.content_based_dedup}).Bind(9, Ms(o.dedup_window));
   if (o.redrive) {
-    s->Bind(10, std::string_view(o.redrive->dead_letter_queue)).Bind(11, int64_t{o.redrive->max_receive_count});
+    s->Bind(10, std::string_view(o.redrive->dead_letter_queue))
+        .Bind(11, int64_t{o.redrive->max_receive_count});
   } else {
     s->BindNull(10).Bind(11, int64_t{0});
   }
@@ -316,9 +337,11 @@ absl::Status InsertQueue(sqlite::Conn& c, std::string_view name, const QueueOpti
 }
 
 absl::Status DeleteQueueRows(sqlite::Conn& c, int64_t queue_id, bool keep_queue) {
-  for (std::string_view sql : {"DELETE FROM q_messages WHERE queue_id=?", "DELETE FROM q_groups WHERE queue_id=?",
-                               "DELETE FROM q_dedup WHERE queue_id=?", "DELETE FROM q_queues WHERE id=?"}) {
-    if (keep_queue && (sql.find("q_dedup") != std::string_view::npos || sql.find("q_queues") != std::string_view::npos)) {
+  for (std::string_view sql :
+       {"DELETE FROM q_messages WHERE queue_id=?", "DELETE FROM q_groups WHERE queue_id=?",
+        "DELETE FROM q_dedup WHERE queue_id=?", "DELETE FROM q_queues WHERE id=?"}) {
+    if (keep_queue && (sql.find("q_dedup") != std::string_view::npos ||
+                       sql.find("q_queues") != std::string_view::npos)) {
       continue;
     }
     auto s = c.Prepare(sql);
@@ -337,56 +360,68 @@ absl::Status ValidateSend(const QueueRow& q, const SendMessageRequest& m) {
     }
     QRETURN_IF_ERROR(ValidateToken("MessageGroupId", m.group_id));
     if (m.dedup_id.empty() && !q.options.content_based_dedup) {
-      return SqsError(sqs_error::kInvalidParameterValue,
-                      fmt::format("MessageDeduplicationId is required: queue \"{}\" has no ContentBasedDeduplication",
-                                  q.name));
+      return SqsError(
+          sqs_error::kInvalidParameterValue,
+          fmt::format(
+              "MessageDeduplicationId is required: queue \"{}\" has no ContentBasedDeduplication",
+              q.name));
     }
     if (!m.dedup_id.empty()) QRETURN_IF_ERROR(ValidateToken("MessageDeduplicationId", m.dedup_id));
     if (m.delay) {
-      return SqsError(sqs_error::kInvalidParameterValue,
-                      "DelaySeconds per message is not supported on FIFO queues; set the queue's delay");
+      return SqsError(
+          sqs_error::kInvalidParameterValue,
+          "DelaySeconds per message is not supported on FIFO queues; set the queue's delay");
     }
   } else {
     if (!m.group_id.empty()) {
-      return SqsError(sqs_error::kInvalidParameterValue, "MessageGroupId is only valid for FIFO queues");
+      return SqsError(sqs_error::kInvalidParameterValue,
+                      "MessageGroupId is only valid for FIFO queues");
     }
     if (!m.dedup_id.empty()) {
-      return SqsError(sqs_error::kInvalidParameterValue, "MessageDeduplicationId is only valid for FIFO queues");
+      return SqsError(sqs_error::kInvalidParameterValue,
+                      "MessageDeduplicationId is only valid for FIFO queues");
     }
     if (m.delay && (*m.delay < absl::ZeroDuration() || *m.delay > absl::Minutes(15))) {
-      return SqsError(sqs_error::kInvalidParameterValue,
-                      fmt::format("DelaySeconds must be between 0 and 900 s, got {} ms", Ms(*m.delay)));
+      return SqsError(
+          sqs_error::kInvalidParameterValue,
+          fmt::format("DelaySeconds must be between 0 and 900 s, got {} ms", Ms(*m.delay)));
     }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<SendResult> SendTx(sqlite::Conn& c, const QueueRow& q, const SendMessageRequest& m, int64_t now) {
+absl::StatusOr<SendResult> SendTx(sqlite::Conn& c, const QueueRow& q, const SendMessageRequest& m,
+                                  int64_t now) {
   std::string dedup;
   if (q.options.fifo) {
     dedup = m.dedup_id.empty() ? Sha256Hex(m.body) : m.dedup_id;
     // Forget a few expired ids (bounded work per send).
     auto sweep = c.Prepare(
-        "DELETE FROM q_dedup WHERE queue_id=?1 AND dedup_id IN (SELECT dedup_id FROM q_dedup WHERE queue_id=?1 AND "
+        "DELETE FROM q_dedup WHERE queue_id=?1 AND dedup_id IN (SELECT dedup_id FROM q_dedup WHERE "
+        "queue_id=?1 AND "
         "expires_ms<=?2 ORDER BY expires_ms LIMIT 16)");
     if (!sweep.ok()) return sweep.status();
     QRETURN_IF_ERROR(sweep->Bind(1, q.id).Bind(2, now).Run());
-    auto look = c.Prepare("SELECT message_id, seq FROM q_dedup WHERE queue_id=? AND dedup_id=? AND expires_ms>?");
+    auto look = c.Prepare(
+        "SELECT message_id, seq FROM q_dedup WHERE queue_id=? AND dedup_id=? AND expires_ms>?");
     if (!look.ok()) return look.status();
     look->Bind(1, q.id).Bind(2, std::string_view(dedup)).Bind(3, now);
     StmtReset reset_look(*look);
     auto row = look->Step();
     if (!row.ok()) return row.status();
-    if (*row) return SendResult{std::string(look->ColumnText(0)), FormatSequence(look->ColumnInt(1)), true};
+    if (*row)
+      return SendResult{std::string(look->ColumnText(0)), FormatSequence(look->ColumnInt(1)), true};
   }
   int64_t delay = Ms(m.delay.value_or(q.options.delay));
   std::string id = NewMessageId();
-  auto seq = InsertMessage(c, q.id, id, m.body, m.group_id, dedup, now, now, now + delay, 0, -1, "");
+  auto seq =
+      InsertMessage(c, q.id, id, m.body, m.group_id, dedup, now, now, now + delay, 0, -1, "");
   if (!seq.ok()) return seq.status();
   SendResult r{id, "", false};
   if (q.options.fifo) {
     auto ins = c.Prepare(
-        "INSERT OR REPLACE INTO q_dedup(queue_id, dedup_id, message_id, seq, expires_ms) VALUES(?,?,?,?,?)");
+        "INSERT OR REPLACE INTO q_dedup(queue_id, dedup_id, message_id, seq, expires_ms) "
+        "VALUES(?,?,?,?,?)");
     if (!ins.ok()) return ins.status();
     QRETURN_IF_ERROR(ins->Bind(1, q.id)
                          .Bind(2, std::string_view(dedup))
@@ -399,8 +434,8 @@ absl::StatusOr<SendResult> SendTx(sqlite::Conn& c, const QueueRow& q, const Send
   return r;
 }
 
-absl::StatusOr<std::vector<ReceivedMessage>> ReceiveTx(sqlite::Conn& c, const QueueRow& q, int n, int64_t vt_ms,
-                                                       int64_t now) {
+absl::StatusOr<std::vector<ReceivedMessage>> ReceiveTx(sqlite::Conn& c, const QueueRow& q, int n,
+                                                       int64_t vt_ms, int64_t now) {
   auto swept = SweepRetention(c, q, now, 256);
   if (!swept.ok()) return swept.status();
   std::vector<ReceivedMessage> out;
@@ -412,7 +447,8 @@ absl::StatusOr<std::vector<ReceivedMessage>> ReceiveTx(sqlite::Conn& c, const Qu
   return out;
 }
 
-absl::StatusOr<std::pair<bool, int64_t>> AvailabilityTx(sqlite::Conn& c, std::string_view queue, int64_t now) {
+absl::StatusOr<std::pair<bool, int64_t>> AvailabilityTx(sqlite::Conn& c, std::string_view queue,
+                                                        int64_t now) {
   auto q = LoadQueue(c, queue);
   if (!q.ok()) return std::make_pair(true, now);  // let the receive report the error
   auto s = c.Prepare(q->options.fifo ? "SELECT MIN(ready_at) FROM q_groups WHERE queue_id=?"
@@ -422,14 +458,17 @@ absl::StatusOr<std::pair<bool, int64_t>> AvailabilityTx(sqlite::Conn& c, std::st
   StmtReset reset_s(*s);
   auto row = s->Step();
   if (!row.ok()) return row.status();
-  if (!*row || s->ColumnIsNull(0)) return std::make_pair(false, std::numeric_limits<int64_t>::max());
+  if (!*row || s->ColumnIsNull(0))
+    return std::make_pair(false, std::numeric_limits<int64_t>::max());
   int64_t next = s->ColumnInt(0);
   return std::make_pair(next <= now, next);
 }
 
-absl::StatusOr<int64_t> SweepRetention(sqlite::Conn& c, const QueueRow& q, int64_t now, int64_t limit) {
+absl::StatusOr<int64_t> SweepRetention(sqlite::Conn& c, const QueueRow& q, int64_t now,
+                                       int64_t limit) {
   auto s = c.Prepare(
-      "SELECT seq, group_id FROM q_messages WHERE queue_id=? AND enqueued_ms<=? ORDER BY enqueued_ms LIMIT ?");
+      "SELECT seq, group_id FROM q_messages WHERE queue_id=? AND enqueued_ms<=? ORDER BY "
+      "enqueued_ms LIMIT ?");
   if (!s.ok()) return s.status();
   s->Bind(1, q.id).Bind(2, now - Ms(q.options.retention)).Bind(3, limit);
   std::vector<std::pair<int64_t, std::string>> expired;
@@ -450,7 +489,8 @@ absl::StatusOr<int64_t> SweepRetention(sqlite::Conn& c, const QueueRow& q, int64
 
 absl::Status RecomputeGroup(sqlite::Conn& c, int64_t queue_id, std::string_view group_id) {
   auto s = c.Prepare(
-      "SELECT visible_at, receipt IS NOT NULL FROM q_messages WHERE queue_id=? AND group_id=? ORDER BY seq LIMIT ?");
+      "SELECT visible_at, receipt IS NOT NULL FROM q_messages WHERE queue_id=? AND group_id=? "
+      "ORDER BY seq LIMIT ?");
   if (!s.ok()) return s.status();
   s->Bind(1, queue_id).Bind(2, group_id).Bind(3, kGroupScan);
   bool any = false;

@@ -26,10 +26,10 @@
 
 namespace outbox::queue_internal {
 
-#define QRETURN_IF_ERROR(expr)            \
-  do {                                    \
-    absl::Status _st = (expr);            \
-    if (!_st.ok()) return _st;            \
+#define QRETURN_IF_ERROR(expr) \
+  do {                         \
+    absl::Status _st = (expr); \
+    if (!_st.ok()) return _st; \
   } while (0)
 
 // Resets a statement when leaving scope. A SELECT stepped but not run to the
@@ -56,23 +56,27 @@ struct QueueRow {
 absl::Status CreateSchema(sqlite::Conn& c);
 // QueueDoesNotExist when absent.
 absl::StatusOr<QueueRow> LoadQueue(sqlite::Conn& c, std::string_view name);
-absl::Status InsertQueue(sqlite::Conn& c, std::string_view name, const QueueOptions& o, int64_t now_ms);
+absl::Status InsertQueue(sqlite::Conn& c, std::string_view name, const QueueOptions& o,
+                         int64_t now_ms);
 absl::Status DeleteQueueRows(sqlite::Conn& c, int64_t queue_id, bool keep_queue);
 
 // Validates `m` against the queue (InvalidParameterValue / MissingParameter naming the field).
 absl::Status ValidateSend(const QueueRow& q, const SendMessageRequest& m);
 // Enqueues a validated message (FIFO dedup included).
-absl::StatusOr<SendResult> SendTx(sqlite::Conn& c, const QueueRow& q, const SendMessageRequest& m, int64_t now);
+absl::StatusOr<SendResult> SendTx(sqlite::Conn& c, const QueueRow& q, const SendMessageRequest& m,
+                                  int64_t now);
 
 // Receives up to n messages (redrive and retention applied on the way).
-absl::StatusOr<std::vector<ReceivedMessage>> ReceiveTx(sqlite::Conn& c, const QueueRow& q, int n, int64_t vt_ms,
-                                                       int64_t now);
+absl::StatusOr<std::vector<ReceivedMessage>> ReceiveTx(sqlite::Conn& c, const QueueRow& q, int n,
+                                                       int64_t vt_ms, int64_t now);
 // Whether a receive could return something now, and otherwise the clock time
 // (ms) at which something becomes deliverable (INT64_MAX if never).
-absl::StatusOr<std::pair<bool, int64_t>> AvailabilityTx(sqlite::Conn& c, std::string_view queue, int64_t now);
+absl::StatusOr<std::pair<bool, int64_t>> AvailabilityTx(sqlite::Conn& c, std::string_view queue,
+                                                        int64_t now);
 
 // Deletes expired messages (at most `limit`; <0 = all). Returns how many.
-absl::StatusOr<int64_t> SweepRetention(sqlite::Conn& c, const QueueRow& q, int64_t now, int64_t limit);
+absl::StatusOr<int64_t> SweepRetention(sqlite::Conn& c, const QueueRow& q, int64_t now,
+                                       int64_t limit);
 // Recomputes a FIFO group's q_groups row (invariant 1).
 absl::Status RecomputeGroup(sqlite::Conn& c, int64_t queue_id, std::string_view group_id);
 
@@ -81,8 +85,8 @@ absl::Status RecomputeGroup(sqlite::Conn& c, int64_t queue_id, std::string_view 
 // (a batch recomputes each group once).
 absl::Status DeleteTx(sqlite::Conn& c, const QueueRow& q, std::string_view handle, int64_t now,
                       std::set<std::string>* touched = nullptr);
-absl::Status ChangeVisibilityTx(sqlite::Conn& c, const QueueRow& q, std::string_view handle, int64_t timeout_ms,
-                                int64_t now);
+absl::Status ChangeVisibilityTx(sqlite::Conn& c, const QueueRow& q, std::string_view handle,
+                                int64_t timeout_ms, int64_t now);
 
 absl::StatusOr<QueueAttributes> AttributesTx(sqlite::Conn& c, std::string_view name, int64_t now);
 
@@ -94,7 +98,8 @@ struct MoveStep {
   int64_t failed = 0;
   bool exhausted = false;
 };
-absl::StatusOr<MoveStep> MoveStepTx(sqlite::Conn& c, std::string_view dlq, const MoveOptions& o, int64_t budget,
-                                    int64_t* pos_enqueued, int64_t* pos_seq, int64_t now);
+absl::StatusOr<MoveStep> MoveStepTx(sqlite::Conn& c, std::string_view dlq, const MoveOptions& o,
+                                    int64_t budget, int64_t* pos_enqueued, int64_t* pos_seq,
+                                    int64_t now);
 
 }  // namespace outbox::queue_internal

@@ -45,8 +45,8 @@ std::string NewMessageId() {
   b[6] = (b[6] & 0x0f) | 0x40;
   b[8] = (b[8] & 0x3f) | 0x80;
   std::string h = Hex(b, 16);
-  return fmt::format("{}-{}-{}-{}-{}", h.substr(0, 8), h.substr(8, 4), h.substr(12, 4), h.substr(16, 4),
-                     h.substr(20));
+  return fmt::format("{}-{}-{}-{}-{}", h.substr(0, 8), h.substr(8, 4), h.substr(12, 4),
+                     h.substr(16, 4), h.substr(20));
 }
 
 std::string NewReceiptToken() {
@@ -76,7 +76,8 @@ absl::Status ParseReceipt(std::string_view handle, ReceiptHandle* out) {
   if (a == std::string_view::npos) return invalid();
   size_t b = handle.find('.', a + 1);
   if (b == std::string_view::npos) return invalid();
-  if (!ParseInt(handle.substr(0, a), &out->queue_id) || !ParseInt(handle.substr(a + 1, b - a - 1), &out->seq)) {
+  if (!ParseInt(handle.substr(0, a), &out->queue_id) ||
+      !ParseInt(handle.substr(a + 1, b - a - 1), &out->seq)) {
     return invalid();
   }
   out->token = std::string(handle.substr(b + 1));
@@ -91,12 +92,13 @@ std::string FormatSequence(int64_t seq) { return fmt::format("{:020d}", seq); }
 
 absl::Status ValidateBody(std::string_view body, int64_t max_size) {
   if (body.empty()) {
-    return SqsError(sqs_error::kMissingParameter, "MessageBody is required and must be at least 1 byte");
+    return SqsError(sqs_error::kMissingParameter,
+                    "MessageBody is required and must be at least 1 byte");
   }
   if (static_cast<int64_t>(body.size()) > max_size) {
     return SqsError(sqs_error::kInvalidParameterValue,
-                    fmt::format("MessageBody must be at most {} bytes (MaximumMessageSize), got {}", max_size,
-                                body.size()));
+                    fmt::format("MessageBody must be at most {} bytes (MaximumMessageSize), got {}",
+                                max_size, body.size()));
   }
   const auto* p = reinterpret_cast<const unsigned char*>(body.data());
   size_t n = body.size();
@@ -122,14 +124,16 @@ absl::Status ValidateBody(std::string_view body, int64_t max_size) {
     }
     if (ok) {
       static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-      ok = cp >= kMin[len] && (cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
-                               (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF));
+      ok =
+          cp >= kMin[len] && (cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
+                              (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF));
     }
     if (!ok) {
-      return SqsError(sqs_error::kInvalidMessageContents,
-                      fmt::format("MessageBody contains a character outside the allowed set (#x9 | #xA | #xD | "
-                                  "#x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF) or invalid UTF-8 at byte {}",
-                                  i));
+      return SqsError(
+          sqs_error::kInvalidMessageContents,
+          fmt::format("MessageBody contains a character outside the allowed set (#x9 | #xA | #xD | "
+                      "#x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF) or invalid UTF-8 at byte {}",
+                      i));
     }
     i += len;
   }
@@ -144,7 +148,8 @@ absl::Status ValidateToken(std::string_view field, std::string_view value) {
   for (char c : value) {
     if (c < 33 || c > 126) {
       return SqsError(sqs_error::kInvalidParameterValue,
-                      fmt::format("{} may contain only alphanumerics and punctuation, got \"{}\"", field, value));
+                      fmt::format("{} may contain only alphanumerics and punctuation, got \"{}\"",
+                                  field, value));
     }
   }
   return absl::OkStatus();
@@ -152,19 +157,23 @@ absl::Status ValidateToken(std::string_view field, std::string_view value) {
 
 absl::Status ValidateBatchIds(const std::vector<std::string_view>& ids) {
   if (ids.empty()) {
-    return SqsError(sqs_error::kEmptyBatchRequest, "There should be at least one entry in the request");
+    return SqsError(sqs_error::kEmptyBatchRequest,
+                    "There should be at least one entry in the request");
   }
   if (ids.size() > 10) {
-    return SqsError(sqs_error::kTooManyEntriesInBatchRequest,
-                    fmt::format("Maximum number of entries per request are 10, got {}", ids.size()));
+    return SqsError(
+        sqs_error::kTooManyEntriesInBatchRequest,
+        fmt::format("Maximum number of entries per request are 10, got {}", ids.size()));
   }
   std::set<std::string_view> seen;
   for (std::string_view id : ids) {
     bool ok = !id.empty() && id.size() <= 80;
-    for (char c : id) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+    for (char c : id)
+      ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
     if (!ok) {
-      return SqsError(sqs_error::kInvalidBatchEntryId,
-                      fmt::format("Entry Id must be 1 to 80 characters of [A-Za-z0-9_-], got \"{}\"", id));
+      return SqsError(
+          sqs_error::kInvalidBatchEntryId,
+          fmt::format("Entry Id must be 1 to 80 characters of [A-Za-z0-9_-], got \"{}\"", id));
     }
     if (!seen.insert(id).second) {
       return SqsError(sqs_error::kBatchEntryIdsNotDistinct, fmt::format("Id \"{}\" repeated", id));

@@ -10,8 +10,8 @@
 
 namespace outbox::queue_internal {
 
-std::string NewMessageId();    // random UUID v4 (fork-safe: OpenSSL RAND_bytes)
-std::string NewReceiptToken(); // 24 random hex digits
+std::string NewMessageId();     // random UUID v4 (fork-safe: OpenSSL RAND_bytes)
+std::string NewReceiptToken();  // 24 random hex digits
 std::string Sha256Hex(std::string_view data);
 
 // "<queue id>.<seq>.<token>"; parsing fails with ReceiptHandleIsInvalid.

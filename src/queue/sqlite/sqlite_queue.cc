@@ -19,14 +19,16 @@ namespace {
 constexpr absl::Duration kMaxWaitSlice = absl::Milliseconds(100);
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SqliteQueue>> SqliteQueue::Open(std::shared_ptr<sqlite::Database> db, Clock* clock) {
+absl::StatusOr<std::unique_ptr<SqliteQueue>> SqliteQueue::Open(std::shared_ptr<sqlite::Database> db,
+                                                               Clock* clock) {
   if (!db) return absl::InvalidArgumentError("database: required");
   if (!clock) return absl::InvalidArgumentError("clock: required");
   QRETURN_IF_ERROR(db->Write([](sqlite::Conn& c) { return CreateSchema(c); }));
   return std::unique_ptr<SqliteQueue>(new SqliteQueue(std::move(db), clock));
 }
 
-absl::StatusOr<std::unique_ptr<Queue>> OpenSqliteQueue(std::shared_ptr<sqlite::Database> db, Clock* clock) {
+absl::StatusOr<std::unique_ptr<Queue>> OpenSqliteQueue(std::shared_ptr<sqlite::Database> db,
+                                                       Clock* clock) {
   auto q = SqliteQueue::Open(std::move(db), clock);
   if (!q.ok()) return q.status();
   return std::unique_ptr<Queue>(std::move(*q));
@@ -42,15 +44,17 @@ absl::Status SqliteQueue::CreateQueue(std::string_view name, const QueueOptions&
   QRETURN_IF_ERROR(ValidateQueueName(name, options.fifo));
   QRETURN_IF_ERROR(options.Validate());
   if (options.redrive && options.redrive->dead_letter_queue == name) {
-    return SqsError(sqs_error::kInvalidAttributeValue, "RedrivePolicy: a queue cannot be its own dead-letter queue");
+    return SqsError(sqs_error::kInvalidAttributeValue,
+                    "RedrivePolicy: a queue cannot be its own dead-letter queue");
   }
   int64_t now = clock_->NowMillis();
   return db_->Write([&](sqlite::Conn& c) -> absl::Status {
     auto existing = LoadQueue(c, name);
     if (existing.ok()) {
       if (existing->options == options) return absl::OkStatus();
-      return SqsError(sqs_error::kQueueNameExists,
-                      fmt::format("A queue named \"{}\" already exists with different attributes", name));
+      return SqsError(
+          sqs_error::kQueueNameExists,
+          fmt::format("A queue named \"{}\" already exists with different attributes", name));
     }
     if (existing.status().code() != absl::StatusCode::kNotFound) return existing.status();
     if (options.redrive) {
@@ -62,7 +66,8 @@ absl::Status SqliteQueue::CreateQueue(std::string_view name, const QueueOptions&
       }
       if (dlq->options.fifo != options.fifo) {
         return SqsError(sqs_error::kInvalidAttributeValue,
-                        "RedrivePolicy: the dead-letter queue of a FIFO queue must be FIFO, of a standard queue standard");
+                        "RedrivePolicy: the dead-letter queue of a FIFO queue must be FIFO, of a "
+                        "standard queue standard");
       }
     }
     return InsertQueue(c, name, options, now);
@@ -131,8 +136,8 @@ absl::StatusOr<SendResult> SqliteQueue::Send(std::string_view queue, const SendM
   return out;
 }
 
-absl::StatusOr<BatchResult<SendResult>> SqliteQueue::SendBatch(std::string_view queue,
-                                                               const std::vector<SendBatchEntry>& entries) {
+absl::StatusOr<BatchResult<SendResult>> SqliteQueue::SendBatch(
+    std::string_view queue, const std::vector<SendBatchEntry>& entries) {
   std::vector<std::string_view> ids;
   size_t total = 0;
   for (const auto& e : entries) {
@@ -146,9 +151,10 @@ absl::StatusOr<BatchResult<SendResult>> SqliteQueue::SendBatch(std::string_view 
     auto q = LoadQueue(c, queue);
     if (!q.ok()) return q.status();
     if (static_cast<int64_t>(total) > q->options.max_message_size) {
-      return SqsError(sqs_error::kBatchRequestTooLong,
-                      fmt::format("Batch requests cannot be longer than {} bytes (MaximumMessageSize), got {}",
-                                  q->options.max_message_size, total));
+      return SqsError(
+          sqs_error::kBatchRequestTooLong,
+          fmt::format("Batch requests cannot be longer than {} bytes (MaximumMessageSize), got {}",
+                      q->options.max_message_size, total));
     }
     int64_t now = clock_->NowMillis();
     for (const auto& e : entries) {
@@ -192,7 +198,8 @@ absl::StatusOr<std::vector<ReceivedMessage>> SqliteQueue::Receive(std::string_vi
         auto q = LoadQueue(c, queue);
         if (!q.ok()) return q.status();
         if (!deadline_set) wait = options.wait_time.value_or(q->options.receive_wait_time);
-        int64_t vt = absl::ToInt64Milliseconds(options.visibility_timeout.value_or(q->options.visibility_timeout));
+        int64_t vt = absl::ToInt64Milliseconds(
+            options.visibility_timeout.value_or(q->options.visibility_timeout));
         auto r = ReceiveTx(c, *q, options.max_messages, vt, clock_->NowMillis());
         if (!r.ok()) return r.status();
         got = *std::move(r);
@@ -264,18 +271,21 @@ absl::Status SqliteQueue::ChangeVisibility(std::string_view queue, std::string_v
   });
 }
 
-absl::StatusOr<MoveResult> SqliteQueue::MoveMessages(std::string_view dlq, const MoveOptions& options) {
+absl::StatusOr<MoveResult> SqliteQueue::MoveMessages(std::string_view dlq,
+                                                     const MoveOptions& options) {
   QRETURN_IF_ERROR(options.Validate());
   if (!options.destination.empty()) {
-    QRETURN_IF_ERROR(db_->Read([&](sqlite::Conn& c) { return LoadQueue(c, options.destination).status(); }));
+    QRETURN_IF_ERROR(
+        db_->Read([&](sqlite::Conn& c) { return LoadQueue(c, options.destination).status(); }));
   }
   MoveResult result;
   int64_t pos_enqueued = std::numeric_limits<int64_t>::min(), pos_seq = 0;
   auto start = std::chrono::steady_clock::now();
   // With a rate limit, move in chunks of ~1/10 s worth of messages.
-  int64_t chunk = options.max_per_second > 0
-                      ? std::clamp<int64_t>(static_cast<int64_t>(options.max_per_second / 10), 1, 64)
-                      : 64;
+  int64_t chunk =
+      options.max_per_second > 0
+          ? std::clamp<int64_t>(static_cast<int64_t>(options.max_per_second / 10), 1, 64)
+          : 64;
   while (true) {
     int64_t budget = chunk;
     if (options.max_messages > 0) budget = std::min(budget, options.max_messages - result.moved);
@@ -291,8 +301,8 @@ absl::StatusOr<MoveResult> SqliteQueue::MoveMessages(std::string_view dlq, const
     result.failed += step->failed;
     if (step->exhausted) break;
     if (options.max_per_second > 0) {
-      auto due = start + std::chrono::microseconds(
-                             static_cast<int64_t>(1e6 * static_cast<double>(result.moved) / options.max_per_second));
+      auto due = start + std::chrono::microseconds(static_cast<int64_t>(
+                             1e6 * static_cast<double>(result.moved) / options.max_per_second));
       std::this_thread::sleep_until(due);
     }
   }

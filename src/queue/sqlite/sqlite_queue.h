@@ -29,7 +29,8 @@ namespace outbox {
 class SqliteQueue final : public Queue {
  public:
   // Creates the q_ tables if needed. `clock` must outlive the queue.
-  static absl::StatusOr<std::unique_ptr<SqliteQueue>> Open(std::shared_ptr<sqlite::Database> db, Clock* clock);
+  static absl::StatusOr<std::unique_ptr<SqliteQueue>> Open(std::shared_ptr<sqlite::Database> db,
+                                                           Clock* clock);
 
   absl::Status CreateQueue(std::string_view name, const QueueOptions& options) override;
   absl::Status DeleteQueue(std::string_view name) override;
@@ -37,16 +38,18 @@ class SqliteQueue final : public Queue {
   absl::StatusOr<std::vector<std::string>> ListQueues(std::string_view prefix) override;
   absl::StatusOr<QueueAttributes> GetAttributes(std::string_view name) override;
   absl::StatusOr<SendResult> Send(std::string_view queue, const SendMessageRequest& m) override;
-  absl::StatusOr<BatchResult<SendResult>> SendBatch(std::string_view queue,
-                                                    const std::vector<SendBatchEntry>& entries) override;
+  absl::StatusOr<BatchResult<SendResult>> SendBatch(
+      std::string_view queue, const std::vector<SendBatchEntry>& entries) override;
   absl::StatusOr<std::vector<ReceivedMessage>> Receive(std::string_view queue,
                                                        const ReceiveOptions& options) override;
   absl::Status Delete(std::string_view queue, std::string_view receipt_handle) override;
   absl::StatusOr<BatchResult<bool>> DeleteBatch(
-      std::string_view queue, const std::vector<std::pair<std::string, std::string>>& id_and_handle) override;
+      std::string_view queue,
+      const std::vector<std::pair<std::string, std::string>>& id_and_handle) override;
   absl::Status ChangeVisibility(std::string_view queue, std::string_view receipt_handle,
                                 absl::Duration timeout) override;
-  absl::StatusOr<MoveResult> MoveMessages(std::string_view dlq, const MoveOptions& options) override;
+  absl::StatusOr<MoveResult> MoveMessages(std::string_view dlq,
+                                          const MoveOptions& options) override;
 
   // Sends inside the caller's write transaction: call it from a
   // sqlite::Database::Write callback of the SAME Database this queue was
@@ -59,12 +62,14 @@ class SqliteQueue final : public Queue {
   sqlite::Database& database() { return *db_; }
 
  private:
-  SqliteQueue(std::shared_ptr<sqlite::Database> db, Clock* clock) : db_(std::move(db)), clock_(clock) {}
+  SqliteQueue(std::shared_ptr<sqlite::Database> db, Clock* clock)
+      : db_(std::move(db)), clock_(clock) {}
   std::shared_ptr<sqlite::Database> db_;
   Clock* clock_;
 };
 
 // The factory named by the port.
-absl::StatusOr<std::unique_ptr<Queue>> OpenSqliteQueue(std::shared_ptr<sqlite::Database> db, Clock* clock);
+absl::StatusOr<std::unique_ptr<Queue>> OpenSqliteQueue(std::shared_ptr<sqlite::Database> db,
+                                                       Clock* clock);
 
 }  // namespace outbox

@@ -15,9 +15,10 @@ absl::Status CheckKeyValue(const KeyAttribute& attr, const Item& item, bool rang
   const Value& v = it->second;
   if (v.type() != attr.type) {
     if (for_key) return ValidationError("The provided key element does not match the schema");
-    return ValidationError(fmt::format(
-        "One or more parameter values were invalid: Type mismatch for key {} expected: {} actual: {}",
-        attr.name, TypeName(attr.type), TypeName(v.type())));
+    return ValidationError(
+        fmt::format("One or more parameter values were invalid: Type mismatch for key {} expected: "
+                    "{} actual: {}",
+                    attr.name, TypeName(attr.type), TypeName(v.type())));
   }
   int64_t len = 0;
   if (v.is(Type::S)) len = static_cast<int64_t>(v.s().size());
@@ -30,10 +31,11 @@ absl::Status CheckKeyValue(const KeyAttribute& attr, const Item& item, bool rang
   }
   int64_t limit = range ? kMaxSortKeyBytes : kMaxPartitionKeyBytes;
   if (len > limit) {
-    return ValidationError(fmt::format(
-        "One or more parameter values were invalid: Size of {} key attribute {} is {} bytes, over the "
-        "limit of {} bytes",
-        range ? "sort" : "partition", attr.name, len, limit));
+    return ValidationError(
+        fmt::format("One or more parameter values were invalid: Size of {} key attribute {} is {} "
+                    "bytes, over the "
+                    "limit of {} bytes",
+                    range ? "sort" : "partition", attr.name, len, limit));
   }
   return absl::OkStatus();
 }
@@ -41,8 +43,8 @@ absl::Status CheckKeyValue(const KeyAttribute& attr, const Item& item, bool rang
 bool ValidName(std::string_view name) {
   if (name.size() < 3 || name.size() > 255) return false;
   for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-              c == '-' || c == '.';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.';
     if (!ok) return false;
   }
   return true;
@@ -53,8 +55,9 @@ absl::Status CheckKeyAttrDecl(const KeyAttribute& k, std::string_view where) {
     return ValidationError(fmt::format("{}: key attribute names must be 1 to 255 bytes", where));
   }
   if (k.type != Type::S && k.type != Type::N && k.type != Type::B) {
-    return ValidationError(fmt::format(
-        "{}: key attribute {} has type {}; key attributes must be S, N or B", where, k.name, TypeName(k.type)));
+    return ValidationError(
+        fmt::format("{}: key attribute {} has type {}; key attributes must be S, N or B", where,
+                    k.name, TypeName(k.type)));
   }
   return absl::OkStatus();
 }
@@ -63,10 +66,12 @@ absl::Status CheckKeyAttrDecl(const KeyAttribute& k, std::string_view where) {
 
 absl::Status ValidateTableName(std::string_view name) {
   if (!ValidName(name)) {
-    return ValidationError(fmt::format(
-        "1 validation error detected: Value '{}' at 'tableName' failed to satisfy constraint: Member "
-        "must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length between 3 and 255",
-        name));
+    return ValidationError(
+        fmt::format("1 validation error detected: Value '{}' at 'tableName' failed to satisfy "
+                    "constraint: Member "
+                    "must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length "
+                    "between 3 and 255",
+                    name));
   }
   return absl::OkStatus();
 }
@@ -95,10 +100,13 @@ absl::Status ValidateTableSpec(const TableSpec& spec) {
   };
   for (const auto& g : spec.global_secondary_indexes) {
     if (!ValidName(g.name)) {
-      return ValidationError(fmt::format("GlobalSecondaryIndexes: invalid index name '{}'", g.name));
+      return ValidationError(
+          fmt::format("GlobalSecondaryIndexes: invalid index name '{}'", g.name));
     }
     for (const auto& n : seen) {
-      if (n == g.name) return ValidationError(fmt::format("GlobalSecondaryIndexes: duplicate index name {}", g.name));
+      if (n == g.name)
+        return ValidationError(
+            fmt::format("GlobalSecondaryIndexes: duplicate index name {}", g.name));
     }
     seen.push_back(g.name);
     if (auto s = CheckKeyAttrDecl(g.hash_key, "GlobalSecondaryIndexes"); !s.ok()) return s;
@@ -108,7 +116,8 @@ absl::Status ValidateTableSpec(const TableSpec& spec) {
     for (const KeyAttribute* k : {&g.hash_key, g.range_key ? &*g.range_key : nullptr}) {
       if (k && declared_type(*k) != k->type) {
         return ValidationError(fmt::format(
-            "One or more parameter values were invalid: attribute {} is declared with two types", k->name));
+            "One or more parameter values were invalid: attribute {} is declared with two types",
+            k->name));
       }
     }
   }
@@ -126,7 +135,8 @@ absl::Status ValidateItemKeys(const TableSpec& spec, const Item& item) {
 
 absl::Status ValidateKey(const TableSpec& spec, const Item& key) {
   size_t expected = spec.range_key ? 2 : 1;
-  if (key.size() != expected) return ValidationError("The provided key element does not match the schema");
+  if (key.size() != expected)
+    return ValidationError("The provided key element does not match the schema");
   if (auto s = CheckKeyValue(spec.hash_key, key, false, true); !s.ok()) return s;
   if (spec.range_key) return CheckKeyValue(*spec.range_key, key, true, true);
   return absl::OkStatus();
@@ -139,17 +149,21 @@ absl::Status ValidateIndexKeys(const TableSpec& spec, const Item& item) {
       auto it = item.find(k->name);
       if (it == item.end()) continue;  // sparse
       if (it->second.type() != k->type) {
-        return ValidationError(fmt::format(
-            "One or more parameter values were invalid: Type mismatch for Index Key {} Expected: {} "
-            "Actual: {} IndexName: {}",
-            k->name, TypeName(k->type), TypeName(it->second.type()), g.name));
+        return ValidationError(
+            fmt::format("One or more parameter values were invalid: Type mismatch for Index Key {} "
+                        "Expected: {} "
+                        "Actual: {} IndexName: {}",
+                        k->name, TypeName(k->type), TypeName(it->second.type()), g.name));
       }
-      if ((it->second.is(Type::S) && it->second.s().empty()) || (it->second.is(Type::B) && it->second.b().empty())) {
-        return ValidationError(fmt::format(
-            "One or more parameter values are not valid. A value specified for a secondary index key is "
-            "not supported. The AttributeValue for a key attribute cannot contain an empty string value. "
-            "IndexName: {}, IndexKey: {}",
-            g.name, k->name));
+      if ((it->second.is(Type::S) && it->second.s().empty()) ||
+          (it->second.is(Type::B) && it->second.b().empty())) {
+        return ValidationError(
+            fmt::format("One or more parameter values are not valid. A value specified for a "
+                        "secondary index key is "
+                        "not supported. The AttributeValue for a key attribute cannot contain an "
+                        "empty string value. "
+                        "IndexName: {}, IndexKey: {}",
+                        g.name, k->name));
       }
     }
   }
@@ -225,10 +239,11 @@ Item ProjectForIndex(const TableSpec& spec, const GlobalSecondaryIndex& gsi, con
 
 absl::Status ValidateClientRequestToken(std::string_view token) {
   if (token.empty() || token.size() > 36) {
-    return ValidationError(fmt::format(
-        "1 validation error detected: Value '{}' at 'clientRequestToken' failed to satisfy constraint: "
-        "Member must have length less than or equal to 36 and at least 1",
-        token));
+    return ValidationError(
+        fmt::format("1 validation error detected: Value '{}' at 'clientRequestToken' failed to "
+                    "satisfy constraint: "
+                    "Member must have length less than or equal to 36 and at least 1",
+                    token));
   }
   return absl::OkStatus();
 }

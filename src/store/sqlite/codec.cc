@@ -10,16 +10,22 @@ absl::StatusOr<Item> DecodeItem(std::string_view text) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return absl::DataLossError("stored item is not valid JSON");
   auto item = ddbjson::DecodeItem(j);
-  if (!item.ok()) return absl::DataLossError(std::string("stored item is invalid: ") + std::string(item.status().message()));
+  if (!item.ok())
+    return absl::DataLossError(std::string("stored item is invalid: ") +
+                               std::string(item.status().message()));
   return item;
 }
 
 std::string KeyBlob(const Value& v) {
   switch (v.type()) {
-    case Type::S: return v.s();
-    case Type::B: return v.b();
-    case Type::N: return v.n().SortKey();
-    default: return std::string();
+    case Type::S:
+      return v.s();
+    case Type::B:
+      return v.b();
+    case Type::N:
+      return v.n().SortKey();
+    default:
+      return std::string();
   }
 }
 

@@ -10,9 +10,12 @@ namespace outbox {
 
 std::string_view ChangeTypeName(ChangeType t) {
   switch (t) {
-    case ChangeType::kInsert: return "INSERT";
-    case ChangeType::kModify: return "MODIFY";
-    case ChangeType::kRemove: return "REMOVE";
+    case ChangeType::kInsert:
+      return "INSERT";
+    case ChangeType::kModify:
+      return "MODIFY";
+    case ChangeType::kRemove:
+      return "REMOVE";
   }
   return "";
 }
@@ -29,7 +32,8 @@ absl::StatusOr<int64_t> ParseSeq(std::string_view s) {
   int64_t v = 0;
   for (char ch : s) {
     if (ch < '0' || ch > '9') return ValidationError(fmt::format("Invalid SequenceNumber: {}", s));
-    if (v > (INT64_MAX - 9) / 10) return ValidationError(fmt::format("Invalid SequenceNumber: {}", s));
+    if (v > (INT64_MAX - 9) / 10)
+      return ValidationError(fmt::format("Invalid SequenceNumber: {}", s));
     v = v * 10 + (ch - '0');
   }
   return v;
@@ -41,7 +45,8 @@ absl::StatusOr<std::vector<Shard>> SqliteStoreImpl::ListShards(std::string_view 
     auto t = LoadTable(c, table);
     if (!t.ok()) return t.status();
     if (!(*t)->spec.stream_enabled) {
-      return ValidationError(fmt::format("Table {} has no change feed (StreamSpecification disabled)", table));
+      return ValidationError(
+          fmt::format("Table {} has no change feed (StreamSpecification disabled)", table));
     }
     return absl::OkStatus();
   });
@@ -52,7 +57,8 @@ absl::StatusOr<std::vector<Shard>> SqliteStoreImpl::ListShards(std::string_view 
 absl::StatusOr<ChangeBatch> SqliteStoreImpl::Read(std::string_view table, std::string_view shard_id,
                                                   std::string_view after_sequence, int limit) {
   if (shard_id != kShardId) {
-    return DdbError(ddb_error::kResourceNotFound, fmt::format("Requested resource not found: Shard: {}", shard_id));
+    return DdbError(ddb_error::kResourceNotFound,
+                    fmt::format("Requested resource not found: Shard: {}", shard_id));
   }
   if (limit < 1 || limit > 1000) {
     return ValidationError(fmt::format("Limit: must be between 1 and 1000, got {}", limit));
@@ -119,14 +125,18 @@ absl::StatusOr<int64_t> SqliteStoreImpl::SweepExpired() {
   int64_t now_s = absl::ToUnixSeconds(now);
   constexpr int64_t kFiveYears = 5LL * 365 * 24 * 3600;
   std::vector<std::string> names;
-  if (auto n = ListTables(); n.ok()) names = *std::move(n); else return n.status();
+  if (auto n = ListTables(); n.ok())
+    names = *std::move(n);
+  else
+    return n.status();
   for (const auto& name : names) {
     auto s = db_->Write([&](sqlite::Conn& c) -> absl::Status {
       auto t = LoadTable(c, name);
       if (!t.ok()) return t.status();
       if (!(*t)->spec.ttl_attribute) return absl::OkStatus();
       auto st = c.Prepare(
-          "SELECT pk, sk, item FROM s_items WHERE tbl = ?1 AND ttl IS NOT NULL AND ttl < ?2 AND ttl >= ?3 LIMIT 1000");
+          "SELECT pk, sk, item FROM s_items WHERE tbl = ?1 AND ttl IS NOT NULL AND ttl < ?2 AND "
+          "ttl >= ?3 LIMIT 1000");
       if (!st.ok()) return st.status();
       st->Bind(1, (*t)->id).Bind(2, now_s).Bind(3, now_s - kFiveYears);
       std::vector<PendingWrite> expired;
@@ -136,8 +146,9 @@ absl::StatusOr<int64_t> SqliteStoreImpl::SweepExpired() {
         if (!*row) break;
         auto item = DecodeItem(st->ColumnText(2));
         if (!item.ok()) return item.status();
-        expired.push_back(PendingWrite{*t, std::string(st->ColumnBlob(0)), std::string(st->ColumnBlob(1)),
-                                       *std::move(item), std::nullopt});
+        expired.push_back(PendingWrite{*t, std::string(st->ColumnBlob(0)),
+                                       std::string(st->ColumnBlob(1)), *std::move(item),
+                                       std::nullopt});
       }
       for (const auto& w : expired) {
         if (auto a = Apply(c, w, /*ttl_delete=*/true); !a.ok()) return a;

@@ -17,13 +17,29 @@ Range RangeFor(const expr::KeyConditionSpec& k) {
   using Op = expr::KeyConditionSpec::Op;
   Range r;
   switch (k.op) {
-    case Op::kNone: break;
-    case Op::kEq: r.lo = r.hi = KeyBlob(k.lo); break;
-    case Op::kLt: r.hi = KeyBlob(k.lo); r.hi_inclusive = false; break;
-    case Op::kLe: r.hi = KeyBlob(k.lo); break;
-    case Op::kGt: r.lo = KeyBlob(k.lo); r.lo_inclusive = false; break;
-    case Op::kGe: r.lo = KeyBlob(k.lo); break;
-    case Op::kBetween: r.lo = KeyBlob(k.lo); r.hi = KeyBlob(k.hi); break;
+    case Op::kNone:
+      break;
+    case Op::kEq:
+      r.lo = r.hi = KeyBlob(k.lo);
+      break;
+    case Op::kLt:
+      r.hi = KeyBlob(k.lo);
+      r.hi_inclusive = false;
+      break;
+    case Op::kLe:
+      r.hi = KeyBlob(k.lo);
+      break;
+    case Op::kGt:
+      r.lo = KeyBlob(k.lo);
+      r.lo_inclusive = false;
+      break;
+    case Op::kGe:
+      r.lo = KeyBlob(k.lo);
+      break;
+    case Op::kBetween:
+      r.lo = KeyBlob(k.lo);
+      r.hi = KeyBlob(k.hi);
+      break;
     case Op::kBeginsWith: {
       r.lo = KeyBlob(k.lo);
       std::string succ = PrefixSuccessor(*r.lo);
@@ -63,10 +79,11 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
     }
   }
   if (req.limit && *req.limit < 1) {
-    return ValidationError(fmt::format(
-        "1 validation error detected: Value '{}' at 'limit' failed to satisfy constraint: Member must have "
-        "value greater than or equal to 1",
-        *req.limit));
+    return ValidationError(
+        fmt::format("1 validation error detected: Value '{}' at 'limit' failed to satisfy "
+                    "constraint: Member must have "
+                    "value greater than or equal to 1",
+                    *req.limit));
   }
   if (req.index && req.consistent_read) {
     return ValidationError("Consistent reads are not supported on global secondary indexes");
@@ -83,15 +100,16 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
     if (req.index) {
       gsi = store::FindIndex(spec, *req.index);
       if (!gsi) {
-        return ValidationError(fmt::format(
-            "The table does not have the specified index: {}", *req.index));
+        return ValidationError(
+            fmt::format("The table does not have the specified index: {}", *req.index));
       }
       hash = gsi->hash_key;
       range = gsi->range_key;
       if (req.select == Select::kAllAttributes && gsi->projection != ProjectionType::kAll) {
-        return ValidationError("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not "
-                               "supported for global secondary index " + gsi->name +
-                               " because its projection type is not ALL");
+        return ValidationError(
+            "One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not "
+            "supported for global secondary index " +
+            gsi->name + " because its projection type is not ALL");
       }
     }
     auto key = (*kc)->Resolve(req.args, hash, range, &used);
@@ -100,8 +118,10 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
     if (filter) {
       for (const auto& n : filter->TopLevelNames(req.args.names)) {
         if (n == hash.name || (range && n == range->name)) {
-          return ValidationError(fmt::format(
-              "Filter Expression can only contain non-primary key attributes: Primary key attribute: {}", n));
+          return ValidationError(
+              fmt::format("Filter Expression can only contain non-primary key attributes: Primary "
+                          "key attribute: {}",
+                          n));
         }
       }
     }
@@ -109,7 +129,8 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
     std::string hk = KeyBlob(key->hash_value);
 
     // Exclusive start key: must carry the table key (and index keys) and lie in this partition.
-    std::optional<std::tuple<std::string, std::string, std::string>> start;  // (rk, pk, sk) or (sk,,)
+    std::optional<std::tuple<std::string, std::string, std::string>>
+        start;  // (rk, pk, sk) or (sk,,)
     if (req.exclusive_start_key) {
       const Item& esk = *req.exclusive_start_key;
       if (auto v = store::ValidateItemKeys(spec, esk); !v.ok()) {
@@ -117,15 +138,17 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
       }
       auto h = esk.find(hash.name);
       if (h == esk.end() || !(h->second == key->hash_value)) {
-        return ValidationError("The provided starting key is invalid: The provided key element does not match "
-                               "the schema");
+        return ValidationError(
+            "The provided starting key is invalid: The provided key element does not match "
+            "the schema");
       }
       std::string rk;
       if (range) {
         auto rr = esk.find(range->name);
         if (rr == esk.end()) {
-          return ValidationError("The provided starting key is invalid: The provided key element does not "
-                                 "match the schema");
+          return ValidationError(
+              "The provided starting key is invalid: The provided key element does not "
+              "match the schema");
         }
         rk = KeyBlob(rr->second);
       }
@@ -136,8 +159,10 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
     std::string sql;
     std::string rcol = gsi ? "g.rk" : "i.sk";
     if (gsi) {
-      sql = "SELECT i.item FROM s_gsi g JOIN s_items i ON i.tbl = g.tbl AND i.pk = g.pk AND i.sk = g.sk "
-            "WHERE g.tbl = ?1 AND g.idx = ?2 AND g.hk = ?3";
+      sql =
+          "SELECT i.item FROM s_gsi g JOIN s_items i ON i.tbl = g.tbl AND i.pk = g.pk AND i.sk = "
+          "g.sk "
+          "WHERE g.tbl = ?1 AND g.idx = ?2 AND g.hk = ?3";
     } else {
       sql = "SELECT i.item FROM s_items i WHERE i.tbl = ?1 AND ?2 = ?2 AND i.pk = ?3";
     }
@@ -145,17 +170,24 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
     if (r.hi) sql += fmt::format(" AND {} {} ?5", rcol, r.hi_inclusive ? "<=" : "<");
     if (start) {
       const char* cmp = req.scan_forward ? ">" : "<";
-      if (gsi) sql += fmt::format(" AND (g.rk, g.pk, g.sk) {} (?6, ?7, ?8)", cmp);
-      else sql += fmt::format(" AND i.sk {} ?8", cmp);
+      if (gsi)
+        sql += fmt::format(" AND (g.rk, g.pk, g.sk) {} (?6, ?7, ?8)", cmp);
+      else
+        sql += fmt::format(" AND i.sk {} ?8", cmp);
     }
-    if (gsi) sql += fmt::format(" ORDER BY g.rk {0}, g.pk {0}, g.sk {0}", order);
-    else sql += fmt::format(" ORDER BY i.sk {}", order);
+    if (gsi)
+      sql += fmt::format(" ORDER BY g.rk {0}, g.pk {0}, g.sk {0}", order);
+    else
+      sql += fmt::format(" ORDER BY i.sk {}", order);
     auto st = c.Prepare(sql);
     if (!st.ok()) return st.status();
     st->Bind(1, (*t)->id).Bind(2, gsi ? gsi->name : std::string()).BindBlob(3, hk);
     if (r.lo) st->BindBlob(4, *r.lo);
     if (r.hi) st->BindBlob(5, *r.hi);
-    if (start) st->BindBlob(6, std::get<0>(*start)).BindBlob(7, std::get<1>(*start)).BindBlob(8, std::get<2>(*start));
+    if (start)
+      st->BindBlob(6, std::get<0>(*start))
+          .BindBlob(7, std::get<1>(*start))
+          .BindBlob(8, std::get<2>(*start));
 
     int64_t bytes = 0;
     std::optional<Item> last;
@@ -177,7 +209,8 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
       if (!filter || filter->Evaluate(visible, req.args)) {
         ++result.count;
         if (req.select != Select::kCount) {
-          result.items.push_back(projection ? projection->Apply(visible, req.args.names) : std::move(visible));
+          result.items.push_back(projection ? projection->Apply(visible, req.args.names)
+                                            : std::move(visible));
         }
       }
       if (bytes >= kMaxQueryPageBytes) {

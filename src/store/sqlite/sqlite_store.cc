@@ -8,10 +8,11 @@
 namespace outbox {
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(std::shared_ptr<sqlite::Database> db,
-                                                               Clock* clock, SqliteStoreOptions options) {
+                                                               Clock* clock,
+                                                               SqliteStoreOptions options) {
   if (!db) return absl::InvalidArgumentError("database: required");
-  auto s = std::make_unique<sqlite_store::SqliteStoreImpl>(std::move(db), clock ? clock : Clock::Real(),
-                                                           options);
+  auto s = std::make_unique<sqlite_store::SqliteStoreImpl>(std::move(db),
+                                                           clock ? clock : Clock::Real(), options);
   if (auto st = s->Init(); !st.ok()) return st;
   return std::unique_ptr<SqliteStore>(std::move(s));
 }
@@ -51,7 +52,8 @@ absl::Status NoTable(std::string_view name) {
 
 }  // namespace
 
-SqliteStoreImpl::SqliteStoreImpl(std::shared_ptr<sqlite::Database> db, Clock* clock, SqliteStoreOptions o)
+SqliteStoreImpl::SqliteStoreImpl(std::shared_ptr<sqlite::Database> db, Clock* clock,
+                                 SqliteStoreOptions o)
     : db_(std::move(db)), clock_(clock), options_(o) {}
 
 SqliteStoreImpl::~SqliteStoreImpl() {
@@ -75,7 +77,8 @@ absl::Status SqliteStoreImpl::Init() {
 void SqliteStoreImpl::SweeperLoop() {
   std::unique_lock<std::mutex> l(sweeper_mu_);
   while (!stopping_) {
-    sweeper_cv_.wait_for(l, std::chrono::microseconds(absl::ToInt64Microseconds(options_.sweep_interval)));
+    sweeper_cv_.wait_for(
+        l, std::chrono::microseconds(absl::ToInt64Microseconds(options_.sweep_interval)));
     if (stopping_) break;
     l.unlock();
     (void)SweepExpired();
@@ -86,7 +89,7 @@ void SqliteStoreImpl::SweeperLoop() {
 // ---- tables -------------------------------------------------------------------------
 
 absl::StatusOr<std::shared_ptr<const TableInfo>> SqliteStoreImpl::LoadTable(sqlite::Conn& c,
-                                                                           std::string_view name) {
+                                                                            std::string_view name) {
   auto st = c.Prepare("SELECT id, created_ms FROM s_tables WHERE name = ?1");
   if (!st.ok()) return st.status();
   st->Bind(1, name);
@@ -127,7 +130,9 @@ absl::Status SqliteStoreImpl::CreateTable(const TableSpec& spec) {
     ex->Bind(1, spec.name);
     auto row = ex->Step();
     if (!row.ok()) return row.status();
-    if (*row) return DdbError(ddb_error::kResourceInUse, fmt::format("Table already exists: {}", spec.name));
+    if (*row)
+      return DdbError(ddb_error::kResourceInUse,
+                      fmt::format("Table already exists: {}", spec.name));
     auto ins = c.Prepare("INSERT INTO s_tables(name, spec, created_ms) VALUES(?1, ?2, ?3)");
     if (!ins.ok()) return ins.status();
     return ins->Bind(1, spec.name).Bind(2, json).Bind(3, now).Run();
@@ -148,8 +153,8 @@ absl::StatusOr<TableDescription> SqliteStoreImpl::DescribeTable(std::string_view
     if (!row.ok()) return row.status();
     d.item_count = cnt->ColumnInt(0);
     if (d.spec.stream_enabled) {
-      d.stream_arn = fmt::format("arn:aws:dynamodb:local:000000000000:table/{}/stream/{}", d.spec.name,
-                                 (*t)->created_ms);
+      d.stream_arn = fmt::format("arn:aws:dynamodb:local:000000000000:table/{}/stream/{}",
+                                 d.spec.name, (*t)->created_ms);
     }
     return absl::OkStatus();
   });
@@ -163,8 +168,9 @@ absl::Status SqliteStoreImpl::DeleteTable(std::string_view table) {
     auto t = LoadTable(c, table);
     if (!t.ok()) return t.status();
     int64_t id = (*t)->id;
-    for (const char* sql : {"DELETE FROM s_items WHERE tbl = ?1", "DELETE FROM s_gsi WHERE tbl = ?1",
-                            "DELETE FROM s_changes WHERE tbl = ?1", "DELETE FROM s_tables WHERE id = ?1"}) {
+    for (const char* sql :
+         {"DELETE FROM s_items WHERE tbl = ?1", "DELETE FROM s_gsi WHERE tbl = ?1",
+          "DELETE FROM s_changes WHERE tbl = ?1", "DELETE FROM s_tables WHERE id = ?1"}) {
       auto st = c.Prepare(sql);
       if (!st.ok()) return st.status();
       if (auto r = st->Bind(1, id).Run(); !r.ok()) return r;
@@ -201,7 +207,8 @@ std::string SqliteStoreImpl::SkBlob(const TableInfo& t, const Item& item) {
 }
 
 absl::StatusOr<std::optional<Item>> SqliteStoreImpl::LoadItem(sqlite::Conn& c, const TableInfo& t,
-                                                              const std::string& pk, const std::string& sk) {
+                                                              const std::string& pk,
+                                                              const std::string& sk) {
   auto st = c.Prepare("SELECT item FROM s_items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3");
   if (!st.ok()) return st.status();
   st->Bind(1, t.id).BindBlob(2, pk).BindBlob(3, sk);
@@ -216,7 +223,8 @@ absl::StatusOr<std::optional<Item>> SqliteStoreImpl::LoadItem(sqlite::Conn& c, c
 absl::Status SqliteStoreImpl::Apply(sqlite::Conn& c, const PendingWrite& w, bool ttl_delete) {
   const TableInfo& t = *w.table;
   if (w.new_item) {
-    auto st = c.Prepare("INSERT OR REPLACE INTO s_items(tbl, pk, sk, item, ttl) VALUES(?1, ?2, ?3, ?4, ?5)");
+    auto st = c.Prepare(
+        "INSERT OR REPLACE INTO s_items(tbl, pk, sk, item, ttl) VALUES(?1, ?2, ?3, ?4, ?5)");
     if (!st.ok()) return st.status();
     st->Bind(1, t.id).BindBlob(2, w.pk).BindBlob(3, w.sk).Bind(4, EncodeItem(*w.new_item));
     std::optional<int64_t> ttl;
@@ -224,7 +232,10 @@ absl::Status SqliteStoreImpl::Apply(sqlite::Conn& c, const PendingWrite& w, bool
       auto it = w.new_item->find(*t.spec.ttl_attribute);
       ttl = store::TtlSeconds(it == w.new_item->end() ? nullptr : &it->second);
     }
-    if (ttl) st->Bind(5, *ttl); else st->BindNull(5);
+    if (ttl)
+      st->Bind(5, *ttl);
+    else
+      st->BindNull(5);
     if (auto s = st->Run(); !s.ok()) return s;
   } else if (w.old_item) {
     auto st = c.Prepare("DELETE FROM s_items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3");
@@ -250,38 +261,62 @@ absl::Status SqliteStoreImpl::Apply(sqlite::Conn& c, const PendingWrite& w, bool
     bool has = w.new_item && index_keys(*w.new_item, &nhk, &nrk);
     if (had && has && ohk == nhk && ork == nrk) continue;
     if (had) {
-      auto st = c.Prepare("DELETE FROM s_gsi WHERE tbl=?1 AND idx=?2 AND hk=?3 AND rk=?4 AND pk=?5 AND sk=?6");
+      auto st = c.Prepare(
+          "DELETE FROM s_gsi WHERE tbl=?1 AND idx=?2 AND hk=?3 AND rk=?4 AND pk=?5 AND sk=?6");
       if (!st.ok()) return st.status();
-      st->Bind(1, t.id).Bind(2, g.name).BindBlob(3, ohk).BindBlob(4, ork).BindBlob(5, w.pk).BindBlob(6, w.sk);
+      st->Bind(1, t.id)
+          .Bind(2, g.name)
+          .BindBlob(3, ohk)
+          .BindBlob(4, ork)
+          .BindBlob(5, w.pk)
+          .BindBlob(6, w.sk);
       if (auto s = st->Run(); !s.ok()) return s;
     }
     if (has) {
-      auto st = c.Prepare("INSERT OR REPLACE INTO s_gsi(tbl, idx, hk, rk, pk, sk) VALUES(?1,?2,?3,?4,?5,?6)");
+      auto st = c.Prepare(
+          "INSERT OR REPLACE INTO s_gsi(tbl, idx, hk, rk, pk, sk) VALUES(?1,?2,?3,?4,?5,?6)");
       if (!st.ok()) return st.status();
-      st->Bind(1, t.id).Bind(2, g.name).BindBlob(3, nhk).BindBlob(4, nrk).BindBlob(5, w.pk).BindBlob(6, w.sk);
+      st->Bind(1, t.id)
+          .Bind(2, g.name)
+          .BindBlob(3, nhk)
+          .BindBlob(4, nrk)
+          .BindBlob(5, w.pk)
+          .BindBlob(6, w.sk);
       if (auto s = st->Run(); !s.ok()) return s;
     }
   }
   if (!t.spec.stream_enabled) return absl::OkStatus();
   if (!w.old_item && !w.new_item) return absl::OkStatus();
-  if (w.old_item && w.new_item && *w.old_item == *w.new_item) return absl::OkStatus();  // no change, no record
-  ChangeType type = !w.old_item ? ChangeType::kInsert : (!w.new_item ? ChangeType::kRemove : ChangeType::kModify);
+  if (w.old_item && w.new_item && *w.old_item == *w.new_item)
+    return absl::OkStatus();  // no change, no record
+  ChangeType type =
+      !w.old_item ? ChangeType::kInsert : (!w.new_item ? ChangeType::kRemove : ChangeType::kModify);
   const Item& any = w.new_item ? *w.new_item : *w.old_item;
   auto vt = t.spec.stream_view_type;
   bool want_old = vt == StreamViewType::kOldImage || vt == StreamViewType::kNewAndOldImages;
   bool want_new = vt == StreamViewType::kNewImage || vt == StreamViewType::kNewAndOldImages;
   auto st = c.Prepare(
-      "INSERT INTO s_changes(tbl, type, keys, old, new, created_ms, ttl_delete) VALUES(?1,?2,?3,?4,?5,?6,?7)");
+      "INSERT INTO s_changes(tbl, type, keys, old, new, created_ms, ttl_delete) "
+      "VALUES(?1,?2,?3,?4,?5,?6,?7)");
   if (!st.ok()) return st.status();
-  st->Bind(1, t.id).Bind(2, static_cast<int64_t>(type)).Bind(3, EncodeItem(store::ExtractKey(t.spec, any)));
-  if (want_old && w.old_item) st->Bind(4, EncodeItem(*w.old_item)); else st->BindNull(4);
-  if (want_new && w.new_item) st->Bind(5, EncodeItem(*w.new_item)); else st->BindNull(5);
+  st->Bind(1, t.id)
+      .Bind(2, static_cast<int64_t>(type))
+      .Bind(3, EncodeItem(store::ExtractKey(t.spec, any)));
+  if (want_old && w.old_item)
+    st->Bind(4, EncodeItem(*w.old_item));
+  else
+    st->BindNull(4);
+  if (want_new && w.new_item)
+    st->Bind(5, EncodeItem(*w.new_item));
+  else
+    st->BindNull(5);
   st->Bind(6, clock_->NowMillis()).Bind(7, ttl_delete ? 1 : 0);
   return st->Run();
 }
 
-absl::Status SqliteStoreImpl::LoadAndCheck(sqlite::Conn& c, PendingWrite* w, const expr::Condition* cond,
-                                           const ExpressionArgs& args, bool return_old) {
+absl::Status SqliteStoreImpl::LoadAndCheck(sqlite::Conn& c, PendingWrite* w,
+                                           const expr::Condition* cond, const ExpressionArgs& args,
+                                           bool return_old) {
   auto old = LoadItem(c, *w->table, w->pk, w->sk);
   if (!old.ok()) return old.status();
   w->old_item = *std::move(old);
@@ -291,8 +326,9 @@ absl::Status SqliteStoreImpl::LoadAndCheck(sqlite::Conn& c, PendingWrite* w, con
   return absl::OkStatus();
 }
 
-absl::Status SqliteStoreImpl::Validated(const std::optional<std::string>& condition, expr::Kind kind,
-                                        const ExpressionArgs& args, expr::Usage* used,
+absl::Status SqliteStoreImpl::Validated(const std::optional<std::string>& condition,
+                                        expr::Kind kind, const ExpressionArgs& args,
+                                        expr::Usage* used,
                                         std::shared_ptr<const expr::Condition>* out) {
   if (!condition) return absl::OkStatus();
   auto c = expr::Cache::Global().GetCondition(*condition, kind);
@@ -314,7 +350,8 @@ absl::Status CheckReturnValues(ReturnValues rv, bool update) {
 absl::StatusOr<WriteResult> SqliteStoreImpl::PutItem(const PutRequest& req) {
   expr::Usage used;
   std::shared_ptr<const expr::Condition> cond;
-  if (auto s = Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond); !s.ok()) return s;
+  if (auto s = Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond); !s.ok())
+    return s;
   if (auto s = expr::CheckAllUsed(req.args, used); !s.ok()) return s;
   if (auto s = CheckReturnValues(req.return_values, false); !s.ok()) return s;
   WriteResult result;
@@ -326,7 +363,8 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::PutItem(const PutRequest& req) {
     if (auto v = store::ValidateIndexKeys(spec, req.item); !v.ok()) return v;
     if (auto v = store::ValidateItemSize(req.item, false); !v.ok()) return v;
     PendingWrite w{*t, PkBlob(**t, req.item), SkBlob(**t, req.item), std::nullopt, req.item};
-    if (auto v = LoadAndCheck(c, &w, cond.get(), req.args, req.return_old_on_condition_failure); !v.ok()) {
+    if (auto v = LoadAndCheck(c, &w, cond.get(), req.args, req.return_old_on_condition_failure);
+        !v.ok()) {
       return v;
     }
     if (req.return_values == ReturnValues::kAllOld) result.attributes = w.old_item;
@@ -349,7 +387,8 @@ absl::StatusOr<Item> SqliteStoreImpl::ApplyUpdate(const Item& base, const expr::
 absl::StatusOr<WriteResult> SqliteStoreImpl::UpdateItem(const UpdateRequest& req) {
   expr::Usage used;
   std::shared_ptr<const expr::Condition> cond;
-  if (auto s = Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond); !s.ok()) return s;
+  if (auto s = Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond); !s.ok())
+    return s;
   std::shared_ptr<const expr::Update> update;
   if (req.update) {
     auto u = expr::Cache::Global().GetUpdate(*req.update);
@@ -367,15 +406,17 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::UpdateItem(const UpdateRequest& req
     if (update) {
       for (const auto& name : update->TopLevelNamesWritten(req.args.names)) {
         if (name == spec.hash_key.name || (spec.range_key && name == spec.range_key->name)) {
-          return ValidationError(fmt::format(
-              "One or more parameter values were invalid: Cannot update attribute {}. This attribute is "
-              "part of the key",
-              name));
+          return ValidationError(
+              fmt::format("One or more parameter values were invalid: Cannot update attribute {}. "
+                          "This attribute is "
+                          "part of the key",
+                          name));
         }
       }
     }
     PendingWrite w{*t, PkBlob(**t, req.key), SkBlob(**t, req.key), std::nullopt, std::nullopt};
-    if (auto v = LoadAndCheck(c, &w, cond.get(), req.args, req.return_old_on_condition_failure); !v.ok()) {
+    if (auto v = LoadAndCheck(c, &w, cond.get(), req.args, req.return_old_on_condition_failure);
+        !v.ok()) {
       return v;
     }
     std::vector<expr::Path> paths;
@@ -385,13 +426,20 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::UpdateItem(const UpdateRequest& req
     if (auto v = store::ValidateItemSize(*next, true); !v.ok()) return v;
     w.new_item = *std::move(next);
     switch (req.return_values) {
-      case ReturnValues::kNone: break;
-      case ReturnValues::kAllOld: result.attributes = w.old_item; break;
-      case ReturnValues::kAllNew: result.attributes = w.new_item; break;
+      case ReturnValues::kNone:
+        break;
+      case ReturnValues::kAllOld:
+        result.attributes = w.old_item;
+        break;
+      case ReturnValues::kAllNew:
+        result.attributes = w.new_item;
+        break;
       case ReturnValues::kUpdatedOld:
         if (w.old_item) result.attributes = expr::ProjectPaths(*w.old_item, paths);
         break;
-      case ReturnValues::kUpdatedNew: result.attributes = expr::ProjectPaths(*w.new_item, paths); break;
+      case ReturnValues::kUpdatedNew:
+        result.attributes = expr::ProjectPaths(*w.new_item, paths);
+        break;
     }
     if (result.attributes && result.attributes->empty()) result.attributes.reset();
     return Apply(c, w);
@@ -403,7 +451,8 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::UpdateItem(const UpdateRequest& req
 absl::StatusOr<WriteResult> SqliteStoreImpl::DeleteItem(const DeleteRequest& req) {
   expr::Usage used;
   std::shared_ptr<const expr::Condition> cond;
-  if (auto s = Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond); !s.ok()) return s;
+  if (auto s = Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond); !s.ok())
+    return s;
   if (auto s = expr::CheckAllUsed(req.args, used); !s.ok()) return s;
   if (auto s = CheckReturnValues(req.return_values, false); !s.ok()) return s;
   WriteResult result;
@@ -412,7 +461,8 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::DeleteItem(const DeleteRequest& req
     if (!t.ok()) return t.status();
     if (auto v = store::ValidateKey((*t)->spec, req.key); !v.ok()) return v;
     PendingWrite w{*t, PkBlob(**t, req.key), SkBlob(**t, req.key), std::nullopt, std::nullopt};
-    if (auto v = LoadAndCheck(c, &w, cond.get(), req.args, req.return_old_on_condition_failure); !v.ok()) {
+    if (auto v = LoadAndCheck(c, &w, cond.get(), req.args, req.return_old_on_condition_failure);
+        !v.ok()) {
       return v;
     }
     if (req.return_values == ReturnValues::kAllOld) result.attributes = w.old_item;
@@ -423,7 +473,8 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::DeleteItem(const DeleteRequest& req
   return result;
 }
 
-absl::StatusOr<std::optional<Item>> SqliteStoreImpl::GetInConn(sqlite::Conn& c, const GetRequest& req) {
+absl::StatusOr<std::optional<Item>> SqliteStoreImpl::GetInConn(sqlite::Conn& c,
+                                                               const GetRequest& req) {
   auto t = LoadTable(c, req.table);
   if (!t.ok()) return t.status();
   if (auto v = store::ValidateKey((*t)->spec, req.key); !v.ok()) return v;

@@ -71,7 +71,8 @@ class SqliteStoreImpl final : public SqliteStore {
   absl::Status TransactWriteInConn(sqlite::Conn& conn, const TransactWriteRequest& req) override;
 
   // Shared helpers (used across the implementation files).
-  absl::StatusOr<std::shared_ptr<const TableInfo>> LoadTable(sqlite::Conn& c, std::string_view name);
+  absl::StatusOr<std::shared_ptr<const TableInfo>> LoadTable(sqlite::Conn& c,
+                                                             std::string_view name);
   absl::StatusOr<std::optional<Item>> LoadItem(sqlite::Conn& c, const TableInfo& t,
                                                const std::string& pk, const std::string& sk);
   // Writes the change: item row, GSI rows, change record.

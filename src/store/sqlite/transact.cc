@@ -13,10 +13,11 @@ namespace {
 
 absl::StatusOr<std::vector<PreparedAction>> Prepare(const TransactWriteRequest& req) {
   if (req.items.empty() || static_cast<int>(req.items.size()) > kMaxTransactItems) {
-    return ValidationError(fmt::format(
-        "1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must "
-        "have length less than or equal to {} and greater than or equal to 1 (got {})",
-        kMaxTransactItems, req.items.size()));
+    return ValidationError(
+        fmt::format("1 validation error detected: Value at 'transactItems' failed to satisfy "
+                    "constraint: Member must "
+                    "have length less than or equal to {} and greater than or equal to 1 (got {})",
+                    kMaxTransactItems, req.items.size()));
   }
   if (req.client_request_token) {
     if (auto s = store::ValidateClientRequestToken(*req.client_request_token); !s.ok()) return s;
@@ -86,8 +87,9 @@ absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWrit
     if (!t.ok()) return t.status();
     tables.push_back(*t);
     const TableSpec& spec = (*t)->spec;
-    absl::Status ks = w.kind == TransactWriteItem::Kind::kPut ? store::ValidateItemKeys(spec, w.item)
-                                                               : store::ValidateKey(spec, w.item);
+    absl::Status ks = w.kind == TransactWriteItem::Kind::kPut
+                          ? store::ValidateItemKeys(spec, w.item)
+                          : store::ValidateKey(spec, w.item);
     if (!ks.ok()) {
       key_errors[i] = ks;
       continue;
@@ -111,7 +113,8 @@ absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWrit
       validation(*key_errors[i]);
       continue;
     }
-    PendingWrite pw{tables[i], PkBlob(*tables[i], w.item), SkBlob(*tables[i], w.item), std::nullopt, std::nullopt};
+    PendingWrite pw{tables[i], PkBlob(*tables[i], w.item), SkBlob(*tables[i], w.item), std::nullopt,
+                    std::nullopt};
     auto old = LoadItem(c, *tables[i], pw.pk, pw.sk);
     if (!old.ok()) return old.status();
     pw.old_item = *std::move(old);
@@ -123,7 +126,8 @@ absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWrit
       continue;
     }
     switch (w.kind) {
-      case TransactWriteItem::Kind::kConditionCheck: continue;
+      case TransactWriteItem::Kind::kConditionCheck:
+        continue;
       case TransactWriteItem::Kind::kDelete:
         if (pw.old_item) writes.push_back(std::move(pw));
         continue;
@@ -141,9 +145,11 @@ absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWrit
         absl::Status v;
         for (const auto& name : a.update->TopLevelNamesWritten(w.args.names)) {
           if (name == spec.hash_key.name || (spec.range_key && name == spec.range_key->name)) {
-            v = ValidationError(fmt::format(
-                "One or more parameter values were invalid: Cannot update attribute {}. This attribute is "
-                "part of the key", name));
+            v =
+                ValidationError(fmt::format("One or more parameter values were invalid: Cannot "
+                                            "update attribute {}. This attribute is "
+                                            "part of the key",
+                                            name));
           }
         }
         Item next = pw.old_item ? *pw.old_item : w.item;
@@ -167,7 +173,8 @@ absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWrit
   return absl::OkStatus();
 }
 
-absl::Status SqliteStoreImpl::TransactWriteInConn(sqlite::Conn& c, const TransactWriteRequest& req) {
+absl::Status SqliteStoreImpl::TransactWriteInConn(sqlite::Conn& c,
+                                                  const TransactWriteRequest& req) {
   auto actions = Prepare(req);
   if (!actions.ok()) return actions.status();
   return TransactInConn(c, req, *actions);
@@ -188,16 +195,18 @@ absl::Status SqliteStoreImpl::TransactWriteItems(const TransactWriteRequest& req
       if (!row.ok()) return row.status();
       if (*row && st->ColumnInt(1) + window > now) {
         if (st->ColumnText(0) != digest) {
-          return DdbError(ddb_error::kIdempotentParameterMismatch,
-                          "Request has the same client request token as a previous request, but the "
-                          "request parameters differ");
+          return DdbError(
+              ddb_error::kIdempotentParameterMismatch,
+              "Request has the same client request token as a previous request, but the "
+              "request parameters differ");
         }
         return absl::OkStatus();  // a repeat: success, no new effect
       }
     }
     if (auto s = TransactInConn(c, req, *actions); !s.ok()) return s;
     if (req.client_request_token) {
-      auto st = c.Prepare("INSERT OR REPLACE INTO s_tokens(token, digest, created_ms) VALUES(?1, ?2, ?3)");
+      auto st = c.Prepare(
+          "INSERT OR REPLACE INTO s_tokens(token, digest, created_ms) VALUES(?1, ?2, ?3)");
       if (!st.ok()) return st.status();
       return st->Bind(1, *req.client_request_token).Bind(2, digest).Bind(3, now).Run();
     }
@@ -208,10 +217,11 @@ absl::Status SqliteStoreImpl::TransactWriteItems(const TransactWriteRequest& req
 absl::StatusOr<std::vector<std::optional<Item>>> SqliteStoreImpl::TransactGetItems(
     const std::vector<GetRequest>& gets) {
   if (gets.empty() || static_cast<int>(gets.size()) > kMaxTransactItems) {
-    return ValidationError(fmt::format(
-        "1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must "
-        "have length less than or equal to {} and greater than or equal to 1 (got {})",
-        kMaxTransactItems, gets.size()));
+    return ValidationError(
+        fmt::format("1 validation error detected: Value at 'transactItems' failed to satisfy "
+                    "constraint: Member must "
+                    "have length less than or equal to {} and greater than or equal to 1 (got {})",
+                    kMaxTransactItems, gets.size()));
   }
   for (const auto& g : gets) {
     if (!g.projection) continue;
@@ -230,7 +240,8 @@ absl::StatusOr<std::vector<std::optional<Item>>> SqliteStoreImpl::TransactGetIte
       if (*r) bytes += ItemSize(**r);
       out.push_back(*std::move(r));
     }
-    if (bytes > kMaxTransactBytes) return ValidationError("Transaction response size exceeds the maximum of 4 MB");
+    if (bytes > kMaxTransactBytes)
+      return ValidationError("Transaction response size exceeds the maximum of 4 MB");
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
