@@ -94,6 +94,26 @@ TEST(SqliteStoreProcess, KilledWriterLeavesWholeTransactionsOnly) {
     auto created = (*store)->CreateTable(spec);
     ASSERT_TRUE(created.ok()) << created;
   }
+  // The parent watches for each child's first commit (so a slow child — a
+  // sanitizer build on a loaded machine — is never killed before it wrote
+  // anything), then kills it at a random moment of its writing.
+  sqlite::DatabaseOptions wo;
+  wo.path = path;
+  auto watch_db = sqlite::Database::Open(wo);
+  ASSERT_TRUE(watch_db.ok());
+  SqliteStoreOptions wso;
+  wso.sweep_interval = absl::ZeroDuration();
+  auto watch = SqliteStore::Open(*watch_db, &clock, wso);
+  ASSERT_TRUE(watch.ok());
+  auto committed = [&](pid_t pid) {
+    QueryRequest q;
+    q.table = "tbl";
+    q.key_condition = "pk = :p";
+    q.args.values = {{":p", Value::S("run-" + std::to_string(pid))}};
+    q.limit = 1;
+    auto r = (*watch)->Query(q);
+    return r.ok() && !r->items.empty();
+  };
   std::mt19937 rng(42);
   std::vector<pid_t> pids;
   for (int round = 0; round < 5; ++round) {
@@ -105,7 +125,10 @@ TEST(SqliteStoreProcess, KilledWriterLeavesWholeTransactionsOnly) {
       _exit(127);
     }
     pids.push_back(pid);
-    std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 250));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!committed(pid) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 250));
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
