@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build run test test-asan bench fuzz sim format clean
+.PHONY: all bootstrap build run test test-asan test-tsan bench fuzz sim format clean
 
 all: build
 
@@ -37,6 +37,17 @@ test-asan: bootstrap
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1800
 
+# ThreadSanitizer over the concurrency tests (docs/TESTING.md "Sanitizers and
+# fuzzing"); tests/tsan.supp suppresses third-party (uninstrumented abseil) only.
+TSAN_BUILD ?= build-tsan
+TSAN_TESTS ?= conformance_store conformance_queue unit_engine_emit_test unit_inbox_test \
+  unit_relay_test unit_worker_proofs_test unit_server_webhook_test
+test-tsan: bootstrap
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOUTBOX_TSAN=ON -DOUTBOX_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TESTS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+	  ctest --output-on-failure -j $(JOBS) --timeout 1800 -R '^($(subst $(eval) ,|,$(strip $(TSAN_TESTS))))$$'
+
 # Every benchmark binary; JSON results in $(BUILD)/bench-<name>.json.
 bench: build
 	@for b in $(BUILD)/bench/bench_*; do \
@@ -59,4 +70,4 @@ format:
 	clang-format -i $$(git ls-files '*.h' '*.cc')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz
