@@ -39,15 +39,7 @@ class WorkerCli : public ::testing::Test {
     dir_ = mkdtemp(tmpl);
     db_ = dir_ + "/w.db";
     config_ = dir_ + "/outbox.toml";
-    std::ofstream(config_) << R"([[event_types]]
-type = "order.placed"
-producer = "shop"
-
-[[subscriptions]]
-name = "notify-buyer"
-glob = "order.*"
-lane = "DURABLE"
-)";
+    std::ofstream(config_) << outbox::testing_support::kOrderPlacedConfig;
   }
   void TearDown() override { (void)std::system(("rm -rf " + dir_).c_str()); }
   void EmitAndRelay(int n) {

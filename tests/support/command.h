@@ -46,6 +46,18 @@ inline std::string OutboxBin() {
   return bin ? bin : "";
 }
 
+// An outbox.toml for CLI tests: `order.placed` (producer shop) and the
+// DURABLE subscription `notify-buyer` on `order.*`.
+inline constexpr char kOrderPlacedConfig[] = R"([[event_types]]
+type = "order.placed"
+producer = "shop"
+
+[[subscriptions]]
+name = "notify-buyer"
+glob = "order.*"
+lane = "DURABLE"
+)";
+
 enum class Stderr { kDrop, kMerge };
 
 // Runs `outbox ARGS` (ARGS is shell text); logs on stderr are dropped unless
