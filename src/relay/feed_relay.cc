@@ -15,19 +15,6 @@
 namespace outbox {
 namespace {
 
-bool IsEventRowKey(const Item& keys, std::string* tenant) {
-  auto it = keys.find("pk");
-  if (it == keys.end() || !it->second.is(Type::S)) return false;
-  const std::string& pk = it->second.s();
-  constexpr std::string_view kPrefix = "TENANT#", kSuffix = "#EVENT";
-  if (pk.size() <= kPrefix.size() + kSuffix.size() || pk.compare(0, kPrefix.size(), kPrefix) != 0 ||
-      pk.compare(pk.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
-    return false;
-  }
-  *tenant = pk.substr(kPrefix.size(), pk.size() - kPrefix.size() - kSuffix.size());
-  return true;
-}
-
 struct Planned : relay_internal::Forward {
   std::string tenant;
   int64_t seq = 0;
@@ -113,40 +100,32 @@ struct ChangeFeedRelay::Impl {
     return out;
   }
 
-  Planned Poison(const ChangeRecord& rec, std::string reason) {
+  // Turns one event row image into a planned message, or a poison entry that
+  // carries the row's own keys and image (a gap-filled row has no record of its
+  // own: it is logged under `rec`'s sequence number).
+  Planned FromItem(const ChangeRecord& rec, const Item* image, const std::string& tenant) {
+    auto e = relay_internal::PlanEventMessage(image, tenant, max_message_size);
     Planned p;
-    p.poison = true;
-    p.reason = std::move(reason);
     p.sequence_number = rec.sequence_number;
-    p.keys = rec.keys;
-    p.body = rec.new_image ? ddbjson::Encode(*rec.new_image).dump() : std::string();
-    return p;
-  }
-
-  // Turns one event row item into a planned message (or a poison entry).
-  Planned FromItem(const ChangeRecord& rec, const Item& item, const std::string& tenant) {
-    auto env = EnvelopeFromItem(item);
-    if (!env.ok())
-      return Poison(rec,
-                    fmt::format("malformed event image: {}", std::string(env.status().message())));
-    if (env->tenant != tenant) {
-      return Poison(rec, fmt::format("event tenant \"{}\" does not match its key tenant \"{}\"",
-                                     env->tenant, tenant));
-    }
-    Planned p;
-    p.tenant = tenant;
-    p.seq = env->seq;
-    p.event_id = env->id;
-    p.body = relay_internal::EventMessageBody(item);
-    p.sequence_number = rec.sequence_number;
-    p.keys = rec.keys;
     p.created_ms = rec.creation_time_ms;
-    if (static_cast<int64_t>(p.body.size()) > max_message_size) {
-      return Poison(
-          rec,
-          fmt::format("message of {} bytes exceeds the queue's maximum message size of {} bytes",
-                      p.body.size(), max_message_size));
+    if (e.poison()) {
+      p.poison = true;
+      p.reason = std::move(e.poison_reason);
+      if (image) {
+        for (const char* k : {"pk", "sk"}) {
+          if (auto it = image->find(k); it != image->end()) p.keys[k] = it->second;
+        }
+        p.body = ddbjson::Encode(*image).dump();
+      } else {
+        p.keys = rec.keys;
+      }
+      return p;
     }
+    p.keys = rec.keys;
+    p.body = std::move(e.body);
+    p.tenant = std::move(e.tenant);
+    p.event_id = std::move(e.event_id);
+    p.seq = e.seq;
     return p;
   }
 };
@@ -189,15 +168,11 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
   int64_t skipped = 0, resequenced = 0;
   for (const ChangeRecord& rec : batch->records) {
     std::string tenant;
-    if (rec.type != ChangeType::kInsert || !IsEventRowKey(rec.keys, &tenant)) {
+    if (rec.type != ChangeType::kInsert || !relay_internal::EventRowTenant(rec.keys, &tenant)) {
       ++skipped;
       continue;
     }
-    if (!rec.new_image) {
-      plan.push_back(m.Poison(rec, "INSERT record without a new image"));
-      continue;
-    }
-    Planned p = m.FromItem(rec, *rec.new_image, tenant);
+    Planned p = m.FromItem(rec, rec.new_image ? &*rec.new_image : nullptr, tenant);
     if (p.poison) {
       plan.push_back(std::move(p));
       continue;
@@ -216,7 +191,7 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
       auto missing = m.ReadRange(tenant, last, p.seq - 1);
       if (!missing.ok()) return missing.status();
       for (const Item& item : *missing) {
-        Planned f = m.FromItem(rec, item, tenant);
+        Planned f = m.FromItem(rec, &item, tenant);
         if (f.poison) {
           plan.push_back(std::move(f));
           continue;

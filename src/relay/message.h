@@ -1,7 +1,8 @@
-// The queue message of one event row, shared by the change-feed relay and the
-// polling relay so that both produce byte-identical messages (SPEC §6).
+// The queue message of one event row, shared by the change-feed, stream and
+// polling relays so that all produce byte-identical messages (SPEC §6).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "outbox/ddb_json.h"
@@ -24,5 +25,24 @@ inline SendMessageRequest EventMessage(std::string body, const std::string& tena
   m.dedup_id = event_id;
   return m;
 }
+
+// The tenant of an event row key (pk "TENANT#<t>#EVENT"); false for any other
+// row of the events table.
+bool EventRowTenant(const Item& keys, std::string* tenant);
+
+// One event row image planned as a queue message (feed and stream relays):
+// `body` with the envelope's tenant/id/seq, or a `poison_reason` when the image
+// is missing or malformed, its tenant is not its key's, or the message would
+// exceed the queue's `max_message_size`.
+struct PlannedEvent {
+  std::string body;
+  std::string poison_reason;
+  std::string tenant;
+  std::string event_id;
+  int64_t seq = 0;
+  bool poison() const { return !poison_reason.empty(); }
+};
+PlannedEvent PlanEventMessage(const Item* image, const std::string& key_tenant,
+                              int64_t max_message_size);
 
 }  // namespace outbox::relay_internal

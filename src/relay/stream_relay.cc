@@ -21,19 +21,6 @@
 namespace outbox {
 namespace {
 
-bool EventRowTenant(const Item& keys, std::string* tenant) {
-  auto it = keys.find("pk");
-  if (it == keys.end() || !it->second.is(Type::S)) return false;
-  const std::string& pk = it->second.s();
-  constexpr std::string_view kPrefix = "TENANT#", kSuffix = "#EVENT";
-  if (pk.size() <= kPrefix.size() + kSuffix.size() || pk.compare(0, kPrefix.size(), kPrefix) != 0 ||
-      pk.compare(pk.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
-    return false;
-  }
-  *tenant = pk.substr(kPrefix.size(), pk.size() - kPrefix.size() - kSuffix.size());
-  return true;
-}
-
 std::string DefaultInstance() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
@@ -100,30 +87,18 @@ struct StreamRelay::Impl {
     p.sequence_number = rec.sequence_number;
     p.keys = rec.keys;
     p.created_ms = rec.creation_time_ms;
-    auto poison = [&](std::string reason) {
+    auto e = relay_internal::PlanEventMessage(rec.new_image ? &*rec.new_image : nullptr, tenant,
+                                              max_message_size);
+    if (e.poison()) {
       p.poison = true;
-      p.reason = std::move(reason);
+      p.reason = std::move(e.poison_reason);
       p.body = rec.new_image ? ddbjson::Encode(*rec.new_image).dump() : std::string();
       return p;
-    };
-    if (!rec.new_image) return poison("INSERT record without a new image");
-    auto env = EnvelopeFromItem(*rec.new_image);
-    if (!env.ok()) {
-      return poison(fmt::format("malformed event image: {}", std::string(env.status().message())));
     }
-    if (env->tenant != tenant) {
-      return poison(fmt::format("event tenant \"{}\" does not match its key tenant \"{}\"",
-                                env->tenant, tenant));
-    }
-    p.body = relay_internal::EventMessageBody(*rec.new_image);
-    if (static_cast<int64_t>(p.body.size()) > max_message_size) {
-      return poison(
-          fmt::format("message of {} bytes exceeds the queue's maximum message size of {} bytes",
-                      p.body.size(), max_message_size));
-    }
-    p.tenant = tenant;
-    p.event_id = env->id;
-    p.seq = env->seq;
+    p.body = std::move(e.body);
+    p.tenant = std::move(e.tenant);
+    p.event_id = std::move(e.event_id);
+    p.seq = e.seq;
     return p;
   }
 
@@ -268,7 +243,7 @@ absl::StatusOr<int> StreamRelay::RunOnce() {
     int64_t skipped = 0;
     for (const ChangeRecord& rec : batch->records) {
       std::string tenant;
-      if (rec.type != ChangeType::kInsert || !EventRowTenant(rec.keys, &tenant)) {
+      if (rec.type != ChangeType::kInsert || !relay_internal::EventRowTenant(rec.keys, &tenant)) {
         ++skipped;
         continue;
       }

@@ -151,6 +151,36 @@ TEST_F(RelayTest, GapInTheFeedIsFilledFromTheEventsTable) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i].seq, i + 1);
 }
 
+TEST_F(RelayTest, MalformedGapRowBecomesPoisonUnderItsOwnKey) {
+  Stack s(dir_.file("o.db"), &clock_);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(s.engine->Emit(RequestContext{.tenant = "t1"}, "com.a", Value::M({})).ok());
+  }
+  // Seq 2's row is broken and its change records are lost: the relay meets it
+  // only while filling the gap before seq 3.
+  PutRequest bad;
+  bad.table = "outbox_events";
+  bad.item = Item{
+      {"pk", Value::S("TENANT#t1#EVENT")}, {"sk", Value::S(SeqSortKey(2))}, {"junk", Value::N(1)}};
+  ASSERT_TRUE(s.store->PutItem(bad).ok());
+  ASSERT_TRUE(s.db->Write([](sqlite::Conn& c) {
+                    return c.Exec("DELETE FROM s_changes WHERE keys LIKE '%" + SeqSortKey(2) +
+                                  "%'");
+                  })
+                  .ok());
+  ASSERT_TRUE(s.relay->Drain().ok());
+  auto poison = s.relay->ListPoison();
+  ASSERT_TRUE(poison.ok());
+  ASSERT_EQ(poison->size(), 1u);
+  EXPECT_EQ((*poison)[0].keys.at("sk"), Value::S(SeqSortKey(2)));  // the gap row, not seq 3's
+  EXPECT_NE((*poison)[0].reason.find("malformed event image"), std::string::npos);
+  EXPECT_NE((*poison)[0].raw.find("junk"), std::string::npos);
+  auto got = DrainQueue(*s.queue);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].seq, 1);
+  EXPECT_EQ(got[1].seq, 3);
+}
+
 // ---- SIGKILL rounds: the child runs the relay loop; the parent kills it ----------
 
 [[noreturn]] void ChildRelay(const char* path) {
