@@ -18,6 +18,7 @@
 #include "outbox/relay.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/event_queue.h"
 #include "support/temp_dir.h"
 
 namespace outbox {
@@ -131,35 +132,11 @@ struct Stack {
   std::unique_ptr<Engine> engine;
 };
 
-struct Msg {
-  Envelope env;
-  std::string body;
-};
-
-// Receives and deletes everything in a queue, in receive order.
-std::vector<Msg> DrainQueue(Queue& q, const std::string& name = kQueue) {
-  std::vector<Msg> out;
-  while (true) {
-    ReceiveOptions ro;
-    ro.max_messages = 10;
-    auto msgs = q.Receive(name, ro);
-    EXPECT_TRUE(msgs.ok()) << msgs.status();
-    if (!msgs.ok() || msgs->empty()) return out;
-    for (const auto& m : *msgs) {
-      auto item = ddbjson::DecodeItem(nlohmann::json::parse(m.body));
-      EXPECT_TRUE(item.ok());
-      auto env = EnvelopeFromItem(*item);
-      EXPECT_TRUE(env.ok()) << env.status();
-      EXPECT_EQ(m.group_id, env->tenant);
-      EXPECT_EQ(m.dedup_id, env->id);
-      out.push_back({*env, m.body});
-      EXPECT_TRUE(q.Delete(name, m.receipt_handle).ok());
-    }
-  }
-}
+using testing_support::DrainEventMessages;
+using testing_support::EventMessage;
 
 // Every tenant's events exactly once and in seq order 1..n.
-void ExpectOncePerTenantInOrder(const std::vector<Msg>& got,
+void ExpectOncePerTenantInOrder(const std::vector<EventMessage>& got,
                                 const std::map<std::string, int>& expected) {
   std::map<std::string, int64_t> last;
   for (const auto& m : got) {
@@ -226,8 +203,8 @@ TEST_F(PollRelayTest, MessagesAreByteIdenticalToTheChangeFeedRelays) {
   ASSERT_TRUE(poll->Drain().ok());
   EXPECT_EQ(poll->metrics().sent.load(), 8);
 
-  auto from_feed = DrainQueue(*s.queue, "feed-copy.fifo");
-  auto from_poll = DrainQueue(*s.queue);
+  auto from_feed = DrainEventMessages(*s.queue, "feed-copy.fifo");
+  auto from_poll = DrainEventMessages(*s.queue);
   ASSERT_EQ(from_feed.size(), 8u);
   ASSERT_EQ(from_poll.size(), 8u);
   std::map<std::string, std::string> feed_bodies;
@@ -264,7 +241,7 @@ TEST_F(PollRelayTest, FailedSendsBackOffExponentiallyAndHoldTheTenantBack) {
   EXPECT_EQ(relay->metrics().retries.load(), 1);
   EXPECT_EQ(relay->metrics().sent.load(), 1);
   EXPECT_EQ(relay->metrics().deferred.load(), 2);
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEventMessages(*s.queue);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].env.tenant, "beta");
   auto row = s.OutboxRow("alpha", 1);
@@ -284,14 +261,14 @@ TEST_F(PollRelayTest, FailedSendsBackOffExponentiallyAndHoldTheTenantBack) {
   // t0+1.001 s .. t0+3 s: alpha#2..3 come due but wait for alpha#1 again.
   clock_.Advance(absl::Milliseconds(1999));
   ASSERT_TRUE(relay->Drain().ok());
-  EXPECT_TRUE(DrainQueue(*s.queue).empty()) << "alpha#2 must not overtake alpha#1";
+  EXPECT_TRUE(DrainEventMessages(*s.queue).empty()) << "alpha#2 must not overtake alpha#1";
   EXPECT_EQ(s.OutboxRow("alpha", 3)->at("next_attempt_at"), Value::N(clock_.NowMillis() + 2));
   // t0+3 s: the queue accepts alpha#1; alpha#2..3 follow 1 ms later, in order.
   clock_.Advance(absl::Milliseconds(1));
   ASSERT_TRUE(relay->Drain().ok());
   clock_.Advance(absl::Milliseconds(1));
   ASSERT_TRUE(relay->Drain().ok());
-  got = DrainQueue(*s.queue);
+  got = DrainEventMessages(*s.queue);
   ASSERT_EQ(got.size(), 3u);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i].env.seq, i + 1);
   EXPECT_EQ(s.OutboxRow("alpha", 1)->at("status"), Value::S("SENT"));
@@ -322,7 +299,7 @@ TEST_F(PollRelayTest, AfterMaxAttemptsTheRowIsDeadCountedListedAndTheTenantGoesO
   EXPECT_EQ((*dead)[0].status, "DEAD");
   EXPECT_NE((*dead)[0].last_error.find("injected"), std::string::npos);
   EXPECT_EQ(s.OutboxRow("alpha", 1)->at("outbox_key"), Value::S("outbox#DEAD#0"));
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEventMessages(*s.queue);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].env.seq, 2);
   EXPECT_EQ(got[1].env.seq, 3);
@@ -345,7 +322,7 @@ TEST_F(PollRelayTest, AMessageTheQueueCanNeverTakeIsDeadAtOnce) {
   EXPECT_NE((*dead)[0].last_error.find("exceeds the queue's maximum message size of 1024"),
             std::string::npos)
       << (*dead)[0].last_error;
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEventMessages(*s.queue);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].env.seq, 2);
 }
@@ -365,13 +342,13 @@ TEST_F(PollRelayTest, TenantOrderHoldsAcrossShardsSmallPagesAndRandomFailures) {
   o.backoff_base = absl::Milliseconds(500);
   o.backoff_max = absl::Seconds(4);
   auto relay = s.Relay(&clock_, o);
-  std::vector<Msg> got;
+  std::vector<EventMessage> got;
   for (int round = 0; round < 1000 && static_cast<int>(got.size()) < 240; ++round) {
     // The queue fails 1-3 sends of some tenant every 5 rounds for a while, then heals.
     if (round % 5 == 0 && round < 100)
       s.failing->FailNext("t" + std::to_string(round % 4), 1 + round % 3);
     ASSERT_TRUE(relay->RunOnce().ok());
-    for (auto& m : DrainQueue(*s.queue)) got.push_back(std::move(m));
+    for (auto& m : DrainEventMessages(*s.queue)) got.push_back(std::move(m));
     clock_.Advance(absl::Milliseconds(700));
   }
   EXPECT_GT(s.failing->failures(), 0);
@@ -414,7 +391,7 @@ TEST_F(PollRelayTest, ConcurrentRelaysSendEachEventOnce) {
   int64_t sent = 0;
   for (auto& r : relays) sent += r->metrics().sent.load();
   EXPECT_EQ(sent, 300) << "each READY->SENT move happens exactly once";
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEventMessages(*s.queue);
   ASSERT_EQ(got.size(), 300u);
   ExpectOncePerTenantInOrder(got, expected);
 }
@@ -488,7 +465,7 @@ TEST_F(PollRelayTest, TwoRelayProcessesSendEachEventOnce) {
     sent += WEXITSTATUS(status);
   }
   EXPECT_EQ(sent, 200) << "each READY->SENT move happens exactly once across processes";
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEventMessages(*s.queue);
   ASSERT_EQ(got.size(), 200u);
   ExpectOncePerTenantInOrder(got, expected);
 }

@@ -16,12 +16,15 @@
 #include "relay/shard_leases.h"
 #include "store/dynamodb/dynamodb_store.h"
 #include "support/dynamodb_local.h"
+#include "support/event_queue.h"
 #include "support/temp_dir.h"
 
 OUTBOX_USE_DYNAMODB_LOCAL();
 
 namespace outbox {
 namespace {
+
+using testing_support::DrainEvents;
 
 std::unique_ptr<DynamoDbStore> OpenDynamoDb() {
   DynamoDbStoreOptions o;
@@ -68,27 +71,6 @@ class StreamRelayDynamoDb : public ::testing::Test {
       }
     }
   }
-  // Receives and deletes everything; checks group/dedup ids and body = the row image.
-  std::vector<Envelope> DrainQueue() {
-    std::vector<Envelope> out;
-    while (true) {
-      ReceiveOptions ro;
-      ro.max_messages = 10;
-      auto msgs = queue_->Receive("outbox-events.fifo", ro);
-      EXPECT_TRUE(msgs.ok()) << msgs.status();
-      if (!msgs.ok() || msgs->empty()) return out;
-      for (const auto& m : *msgs) {
-        auto item = ddbjson::DecodeItem(nlohmann::json::parse(m.body));
-        EXPECT_TRUE(item.ok());
-        auto env = EnvelopeFromItem(*item);
-        EXPECT_TRUE(env.ok()) << env.status();
-        EXPECT_EQ(m.group_id, env->tenant);
-        EXPECT_EQ(m.dedup_id, env->id);
-        out.push_back(*env);
-        EXPECT_TRUE(queue_->Delete("outbox-events.fifo", m.receipt_handle).ok());
-      }
-    }
-  }
   static void ExpectTenantOrder(const std::vector<Envelope>& got, int tenants, int each) {
     std::map<std::string, int64_t> last;
     for (const auto& e : got) {
@@ -114,11 +96,11 @@ TEST_F(StreamRelayDynamoDb, EventsReachTheQueueInTenantOrder) {
   ASSERT_TRUE(r->Drain().ok());
   EXPECT_EQ(r->metrics().forwarded.load(), 18);
   EXPECT_GT(r->metrics().skipped.load(), 0);  // head rows
-  ExpectTenantOrder(DrainQueue(), 3, 6);
+  ExpectTenantOrder(DrainEvents(*queue_), 3, 6);
   // More events later: continued from the shard checkpoint kept in DynamoDB.
   Emit({"alpha"}, 1);
   ASSERT_TRUE(r->Drain().ok());
-  auto more = DrainQueue();
+  auto more = DrainEvents(*queue_);
   ASSERT_EQ(more.size(), 1u);
   EXPECT_EQ(more[0].seq, 7);
 }
@@ -156,7 +138,7 @@ TEST_F(StreamRelayDynamoDb, TwoInstancesShareShardsAndADeadOnesAreTakenOverAfter
   ASSERT_TRUE(survivor->Drain().ok());
   std::vector<std::string> held = survivor->HeldShards();
   EXPECT_EQ(std::set<std::string>(held.begin(), held.end()), open);
-  auto got = DrainQueue();
+  auto got = DrainEvents(*queue_);
   ExpectTenantOrder(got, 3, 10);  // no loss, no duplicates left after the FIFO dedup
   // The lease items live in DynamoDB: conditional writes fenced r1 out.
   relay_internal::ShardLeases view(store_.get(), &clock_, {"outbox_relay_state", "feed", "viewer"});

@@ -16,10 +16,13 @@
 #include "outbox/relay.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/event_queue.h"
 #include "support/temp_dir.h"
 
 namespace outbox {
 namespace {
+
+using testing_support::DrainEvents;
 
 // The inner feed's shards, minus the records whose key is in `moved`, plus a
 // shard "~moved" (sorts last) holding exactly those records.
@@ -110,24 +113,6 @@ class FeedSwap final : public Store {
   ChangeFeed* feed_;
 };
 
-std::vector<Envelope> DrainQueue(Queue& q) {
-  std::vector<Envelope> out;
-  while (true) {
-    ReceiveOptions ro;
-    ro.max_messages = 10;
-    auto msgs = q.Receive("outbox-events.fifo", ro);
-    EXPECT_TRUE(msgs.ok()) << msgs.status();
-    if (!msgs.ok() || msgs->empty()) return out;
-    for (const auto& m : *msgs) {
-      auto env = EnvelopeFromItem(*ddbjson::DecodeItem(nlohmann::json::parse(m.body)));
-      EXPECT_TRUE(env.ok()) << env.status();
-      EXPECT_EQ(m.dedup_id, env->id);
-      out.push_back(*env);
-      EXPECT_TRUE(q.Delete("outbox-events.fifo", m.receipt_handle).ok());
-    }
-  }
-}
-
 class StreamGaps : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -174,7 +159,7 @@ TEST_F(StreamGaps, AnEarlierSeqInAnotherShardIsFilledFromTheTableAndSkippedLater
   ASSERT_TRUE(relay.ok()) << relay.status();
   ASSERT_TRUE((*relay)->Drain().ok());
   std::vector<std::pair<std::string, int64_t>> t_order, u_order;
-  for (const auto& [tenant, seq] : Order(DrainQueue(*queue_)))
+  for (const auto& [tenant, seq] : Order(DrainEvents(*queue_)))
     (tenant == "t" ? t_order : u_order).emplace_back(tenant, seq);
   using V = std::vector<std::pair<std::string, int64_t>>;
   EXPECT_EQ(t_order, (V{{"t", 1}, {"t", 2}, {"t", 3}, {"t", 4}, {"t", 5}}));
@@ -192,7 +177,7 @@ TEST_F(StreamGaps, AnEarlierSeqInAnotherShardIsFilledFromTheTableAndSkippedLater
   ASSERT_TRUE(again.ok());
   (*relay)->Stop();  // releases its leases
   ASSERT_TRUE((*again)->Drain().ok());
-  EXPECT_EQ(Order(DrainQueue(*queue_)), (V{{"t", 6}}));
+  EXPECT_EQ(Order(DrainEvents(*queue_)), (V{{"t", 6}}));
   EXPECT_EQ((*again)->metrics().resequenced.load(), 0);
 }
 

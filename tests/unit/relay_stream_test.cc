@@ -14,10 +14,14 @@
 #include "relay/poison.h"
 #include "relay/shard_leases.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/event_queue.h"
 #include "support/temp_dir.h"
 
 namespace outbox {
 namespace {
+
+using testing_support::DrainEventMessages;
+using testing_support::DrainEvents;
 
 using relay_internal::ShardLeaseOptions;
 using relay_internal::ShardLeases;
@@ -176,28 +180,6 @@ struct Stack {
   std::unique_ptr<Engine> engine;
 };
 
-std::vector<Envelope> DrainQueue(Queue& q, std::vector<std::string>* bodies = nullptr) {
-  std::vector<Envelope> out;
-  while (true) {
-    ReceiveOptions ro;
-    ro.max_messages = 10;
-    auto msgs = q.Receive("outbox-events.fifo", ro);
-    EXPECT_TRUE(msgs.ok()) << msgs.status();
-    if (!msgs.ok() || msgs->empty()) return out;
-    for (const auto& m : *msgs) {
-      auto item = ddbjson::DecodeItem(nlohmann::json::parse(m.body));
-      EXPECT_TRUE(item.ok());
-      auto env = EnvelopeFromItem(*item);
-      EXPECT_TRUE(env.ok()) << env.status();
-      EXPECT_EQ(m.group_id, env->tenant);
-      EXPECT_EQ(m.dedup_id, env->id);
-      if (bodies) bodies->push_back(m.body);
-      out.push_back(*env);
-      EXPECT_TRUE(q.Delete("outbox-events.fifo", m.receipt_handle).ok());
-    }
-  }
-}
-
 void ExpectTenantOrder(const std::vector<Envelope>& got, int tenants, int each) {
   std::map<std::string, int64_t> last;
   for (const auto& e : got) {
@@ -234,9 +216,13 @@ TEST(StreamRelayEmbedded, MessagesEqualTheEmbeddedRelaysAndCheckpointsSurviveRes
   ASSERT_TRUE(rb.ok()) << rb.status();
   ASSERT_TRUE((*rb)->Drain().ok());
   EXPECT_EQ((*rb)->metrics().forwarded.load(), 12);
-  std::vector<std::string> ba, bb;
-  auto ea = DrainQueue(*a.queue, &ba);
-  auto eb = DrainQueue(*b.queue, &bb);
+  std::vector<std::string> bb;
+  auto ea = DrainEvents(*a.queue);
+  std::vector<Envelope> eb;
+  for (auto& m : DrainEventMessages(*b.queue)) {
+    eb.push_back(m.env);
+    bb.push_back(m.body);
+  }
   ExpectTenantOrder(eb, 2, 6);
   ASSERT_EQ(ea.size(), eb.size());
   // Same events, same bodies: envelope ids and times differ per store, so compare
@@ -284,7 +270,7 @@ TEST(StreamRelayEmbedded, ADeadInstancesShardIsTakenOverAfterExpiryWithoutLoss) 
   ASSERT_TRUE(r2->Drain().ok());
   EXPECT_EQ(r2->HeldShards().size(), 1u);
   EXPECT_EQ(r2->metrics().forwarded.load(), 30 - by_r1);  // from r1's checkpoint on
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEvents(*s.queue);
   EXPECT_EQ(got.size(), 30u);
   ExpectTenantOrder(got, 3, 10);
 }
@@ -321,7 +307,7 @@ TEST(StreamRelayEmbedded, ARelayThatLostItsLeaseCannotMoveTheCheckpoint) {
   ASSERT_TRUE(r2->Drain().ok());
   EXPECT_EQ(r2->metrics().forwarded.load(), 0);
   EXPECT_EQ(r2->metrics().skipped.load() - skipped_before, 6);  // 3 events + 3 head rows
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEvents(*s.queue);
   ExpectTenantOrder(got, 1, 6);
 }
 

@@ -14,10 +14,13 @@
 #include "outbox/engine.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/event_queue.h"
 #include "support/temp_dir.h"
 
 namespace outbox {
 namespace {
+
+using testing_support::DrainEvents;
 
 struct Stack {
   explicit Stack(const std::string& path, Clock* clock) {
@@ -41,28 +44,6 @@ struct Stack {
   std::unique_ptr<ChangeFeedRelay> relay;
 };
 
-// Receives and deletes everything in the queue; returns (tenant, seq) in order.
-std::vector<Envelope> DrainQueue(Queue& q) {
-  std::vector<Envelope> out;
-  while (true) {
-    ReceiveOptions ro;
-    ro.max_messages = 10;
-    auto msgs = q.Receive("outbox-events.fifo", ro);
-    EXPECT_TRUE(msgs.ok()) << msgs.status();
-    if (!msgs.ok() || msgs->empty()) return out;
-    for (const auto& m : *msgs) {
-      auto item = ddbjson::DecodeItem(nlohmann::json::parse(m.body));
-      EXPECT_TRUE(item.ok());
-      auto env = EnvelopeFromItem(*item);
-      EXPECT_TRUE(env.ok()) << env.status();
-      EXPECT_EQ(m.group_id, env->tenant);
-      EXPECT_EQ(m.dedup_id, env->id);
-      out.push_back(*env);
-      EXPECT_TRUE(q.Delete("outbox-events.fifo", m.receipt_handle).ok());
-    }
-  }
-}
-
 class RelayTest : public ::testing::Test {
  protected:
   testing_support::TempDir dir_;
@@ -80,7 +61,7 @@ TEST_F(RelayTest, ForwardsWholeImagesInTenantOrderAndNeverHeadRows) {
   ASSERT_TRUE(s.relay->Drain().ok());
   EXPECT_EQ(s.relay->metrics().forwarded.load(), 10);
   EXPECT_GT(s.relay->metrics().skipped.load(), 0);  // head rows and their MODIFY records
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEvents(*s.queue);
   ASSERT_EQ(got.size(), 10u);
   std::map<std::string, int64_t> last;
   for (const auto& e : got) {
@@ -91,7 +72,7 @@ TEST_F(RelayTest, ForwardsWholeImagesInTenantOrderAndNeverHeadRows) {
   }
   // Caught up: nothing more, nothing twice.
   ASSERT_TRUE(s.relay->Drain().ok());
-  EXPECT_TRUE(DrainQueue(*s.queue).empty());
+  EXPECT_TRUE(DrainEvents(*s.queue).empty());
 }
 
 TEST_F(RelayTest, CheckpointSurvivesRestart) {
@@ -104,7 +85,7 @@ TEST_F(RelayTest, CheckpointSurvivesRestart) {
   ASSERT_TRUE(s.engine->Emit(RequestContext{.tenant = "t1"}, "com.a", Value::M({})).ok());
   ASSERT_TRUE(s.relay->Drain().ok());
   EXPECT_EQ(s.relay->metrics().forwarded.load(), 1);
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEvents(*s.queue);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].seq, 1);
   EXPECT_EQ(got[1].seq, 2);
@@ -127,7 +108,7 @@ TEST_F(RelayTest, BrokenRecordBecomesVisiblePoisonAndRelayMovesOn) {
   ASSERT_EQ(poison->size(), 1u);
   EXPECT_EQ((*poison)[0].keys.at("pk"), Value::S("TENANT#t9#EVENT"));
   EXPECT_NE((*poison)[0].reason.find("malformed event image"), std::string::npos);
-  EXPECT_EQ(DrainQueue(*s.queue).size(), 1u);
+  EXPECT_EQ(DrainEvents(*s.queue).size(), 1u);
 }
 
 TEST_F(RelayTest, GapInTheFeedIsFilledFromTheEventsTable) {
@@ -146,7 +127,7 @@ TEST_F(RelayTest, GapInTheFeedIsFilledFromTheEventsTable) {
           .ok());
   ASSERT_TRUE(s.relay->Drain().ok());
   EXPECT_EQ(s.relay->metrics().resequenced.load(), 1);
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEvents(*s.queue);
   ASSERT_EQ(got.size(), 3u);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i].seq, i + 1);
 }
@@ -175,7 +156,7 @@ TEST_F(RelayTest, MalformedGapRowBecomesPoisonUnderItsOwnKey) {
   EXPECT_EQ((*poison)[0].keys.at("sk"), Value::S(SeqSortKey(2)));  // the gap row, not seq 3's
   EXPECT_NE((*poison)[0].reason.find("malformed event image"), std::string::npos);
   EXPECT_NE((*poison)[0].raw.find("junk"), std::string::npos);
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEvents(*s.queue);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].seq, 1);
   EXPECT_EQ(got[1].seq, 3);
@@ -223,7 +204,7 @@ TEST_F(RelayTest, NoLossNoDuplicatesAcrossKilledRelays) {
   auto relay = ChangeFeedRelay::Open(s.store.get(), s.queue.get(), Clock::Real());
   ASSERT_TRUE(relay.ok());
   ASSERT_TRUE((*relay)->Drain().ok());
-  auto got = DrainQueue(*s.queue);
+  auto got = DrainEvents(*s.queue);
   ASSERT_EQ(static_cast<int>(got.size()), emitted);
   std::map<std::string, int64_t> last;
   for (const auto& e : got) {
