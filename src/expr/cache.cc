@@ -2,10 +2,10 @@
 // Parse errors are not cached. When full the cache is cleared (simple and
 // good enough: applications use a small fixed set of expressions).
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "expr/ast.h"
 
 namespace outbox::expr {
@@ -26,21 +26,24 @@ std::string CacheKey(char slot, std::string_view text) {
 
 }  // namespace
 
+// std::mutex, not absl::Mutex: Debian's abseil is not built with
+// ThreadSanitizer, so TSan cannot see absl::Mutex's lock and unlock and reports
+// every access to `map` as a race (docs/TESTING.md "Sanitizers and fuzzing").
 struct Cache::Impl {
-  absl::Mutex mu;
-  absl::flat_hash_map<std::string, std::shared_ptr<const void>> map ABSL_GUARDED_BY(mu);
+  std::mutex mu;
+  absl::flat_hash_map<std::string, std::shared_ptr<const void>> map;  // guarded by mu
 
   template <typename T, typename ParseFn>
   absl::StatusOr<std::shared_ptr<const T>> Get(char slot, std::string_view text, ParseFn parse) {
     std::string key = CacheKey(slot, text);
     {
-      absl::MutexLock l(&mu);
+      std::lock_guard<std::mutex> l(mu);
       auto it = map.find(key);
       if (it != map.end()) return std::static_pointer_cast<const T>(it->second);
     }
     absl::StatusOr<std::shared_ptr<const T>> parsed = parse();
     if (!parsed.ok()) return parsed.status();
-    absl::MutexLock l(&mu);
+    std::lock_guard<std::mutex> l(mu);
     if (map.size() >= kMaxEntries) map.clear();
     map.emplace(std::move(key), std::static_pointer_cast<const void>(*parsed));
     return parsed;

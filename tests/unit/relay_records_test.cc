@@ -210,16 +210,19 @@ TEST_F(RelayRecordsTest, FailingHandlerIsCountedAndDoesNotBlockOthers) {
                                   }))
                   .ok());
   ASSERT_TRUE(router.Add(BestEffort("c-ok", "row.orders.*", seen.handler())).ok());
+  // Handlers of different tenants run on different threads.
+  auto codes_mu = std::make_shared<std::mutex>();
   auto add_write_codes = std::make_shared<std::vector<absl::StatusCode>>();
   ASSERT_TRUE(router
-                  .Add(BestEffort("d-writes", "row.orders.*",
-                                  [add_write_codes](HandlerContext& ctx, const Envelope&) {
-                                    // BEST_EFFORT has no transaction to join: AddWrite says so.
-                                    absl::Status st =
-                                        ctx.AddWrite(TransactWriteItem::Put("orders", Item{}));
-                                    add_write_codes->push_back(st.code());
-                                    return st;
-                                  }))
+                  .Add(BestEffort(
+                      "d-writes", "row.orders.*",
+                      [codes_mu, add_write_codes](HandlerContext& ctx, const Envelope&) {
+                        // BEST_EFFORT has no transaction to join: AddWrite says so.
+                        absl::Status st = ctx.AddWrite(TransactWriteItem::Put("orders", Item{}));
+                        std::lock_guard<std::mutex> l(*codes_mu);
+                        add_write_codes->push_back(st.code());
+                        return st;
+                      }))
                   .ok());
   s.Put("orders", "TENANT#t1#ORDER", "o1", "new");
   s.Put("orders", "TENANT#t2#ORDER", "o2", "new");
