@@ -173,8 +173,11 @@ absl::Status Database::Write(WriteFn fn) {
     queue_.push_back(job);
   }
   work_cv_.notify_one();
-  job->done.wait(false);  // one futex per caller: no thundering herd
-  return job->result;
+  std::unique_lock<std::mutex> l(job->mu);  // one condition variable per caller: no herd
+  job->cv.wait(l, [&] { return job->done; });
+  // Moved, not copied: the caller alone owns the status's payload, so its
+  // reference count never crosses threads (the writer drops the job later).
+  return std::move(job->result);
 }
 
 void Database::WriterLoop() {
@@ -191,8 +194,11 @@ void Database::WriterLoop() {
     }
     RunBatch(batch);
     for (auto& j : batch) {
-      j->done.store(true);
-      j->done.notify_one();
+      {
+        std::lock_guard<std::mutex> l(j->mu);
+        j->done = true;
+      }
+      j->cv.notify_one();
     }
     batch.clear();
   }

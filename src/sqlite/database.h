@@ -129,7 +129,13 @@ class Database {
   struct Job {
     WriteFn fn;
     absl::Status result;
-    std::atomic<bool> done{false};  // set (and notified) by the writer after COMMIT
+    // Set (and notified) by the writer after COMMIT. A mutex + condition
+    // variable, not std::atomic::wait: libstdc++'s atomic wait spins with
+    // sched_yield before it parks, and dozens of waiting callers then steal
+    // the CPU the writer thread needs (docs/PERFORMANCE.md, HTTP emit).
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
   };
   void WriterLoop();
   void RunBatch(std::vector<std::shared_ptr<Job>>& batch);
