@@ -213,15 +213,24 @@ TEST(WorkerSoak, SigkilledWorkerProcessesCommitEveryEffectExactlyOnce) {
 
   // ---- worker processes, SIGKILLed at random moments ----
   std::mt19937 rng(20261130);
-  std::uniform_int_distribution<int> run_ms(150, 900);
+  std::uniform_int_distribution<int> run_ms(0, 750);
   int kills = 0;
   for (int k = 0; k < kKills; ++k) {
+    const int64_t depth_before = Depth(*env.queue);
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       setenv("OUTBOX_SOAK_CHILD", path.c_str(), 1);
       execl("/proc/self/exe", "/proc/self/exe", static_cast<char*>(nullptr));
       _exit(127);
+    }
+    // Kill mid-work, not mid-start-up: wait (≤ 60 s; a sanitizer build starts
+    // slowly) until the child has completed a message, then kill it at a
+    // random moment 0–750 ms later.
+    const auto started = std::chrono::steady_clock::now();
+    while (depth_before > 0 && Depth(*env.queue) == depth_before &&
+           std::chrono::steady_clock::now() - started < std::chrono::seconds(60)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(run_ms(rng)));
     int status = 0;
