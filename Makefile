@@ -35,18 +35,20 @@ test: build
 test-asan: bootstrap
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOUTBOX_SANITIZE=ON -DOUTBOX_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1800
+	bash scripts/run-sanitized asan $(ASAN_BUILD) -j $(JOBS) --timeout 1800
 
 # ThreadSanitizer over the concurrency tests (docs/TESTING.md "Sanitizers and
 # fuzzing"); tests/tsan.supp suppresses third-party (uninstrumented abseil) only.
 TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?= conformance_store conformance_queue unit_engine_emit_test unit_inbox_test \
-  unit_relay_test unit_worker_proofs_test unit_server_webhook_test
+  unit_relay_test unit_relay_poll_test unit_relay_records_test unit_relay_stream_test \
+  unit_relay_stream_gaps_test unit_worker_proofs_test unit_worker_soak_test \
+  unit_server_webhook_test e2e_serve_test
 test-tsan: bootstrap
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOUTBOX_TSAN=ON -DOUTBOX_BENCH=OFF $(CMAKE_FLAGS)
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TESTS)
-	cd $(TSAN_BUILD) && TSAN_OPTIONS="second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
-	  ctest --output-on-failure -j $(JOBS) --timeout 1800 -R '^($(subst $(eval) ,|,$(strip $(TSAN_TESTS))))$$'
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target outbox_cli $(TSAN_TESTS)
+	bash scripts/run-sanitized tsan $(TSAN_BUILD) -j $(JOBS) --timeout 1800 \
+	  -R '^($(subst $(eval) ,|,$(strip $(TSAN_TESTS))))$$'
 
 # Every benchmark binary; JSON results in $(BUILD)/bench-<name>.json.
 bench: build
