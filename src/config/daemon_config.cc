@@ -9,44 +9,23 @@
 
 #include "fmt/format.h"
 #include "util/absl_compat.h"
-
-#define TOML_HEADER_ONLY 1
-#include <toml++/toml.h>
+#include "util/toml_errors.h"
 
 namespace outbox::config {
 namespace {
-
-std::string_view TypeName(const toml::node& v) {
-  switch (v.type()) {
-    case toml::node_type::string:
-      return "string";
-    case toml::node_type::integer:
-      return "integer";
-    case toml::node_type::floating_point:
-      return "float";
-    case toml::node_type::boolean:
-      return "boolean";
-    case toml::node_type::table:
-      return "table";
-    case toml::node_type::array:
-      return "array";
-    default:
-      return "date/time";
-  }
-}
 
 class Parser {
  public:
   explicit Parser(std::string_view source) : source_(source) {}
 
   absl::Status Error(const toml::node& at, const std::string& key, std::string_view why) const {
-    return absl::InvalidArgumentError(
-        ToAbsl(fmt::format("{}:{}: {}: {}", source_, at.source().begin.line, key, why)));
+    return toml_util::Error(source_, at, key, why);
   }
 
   absl::Status Str(const toml::node& v, const std::string& key, std::string* out,
                    bool nonempty = true) const {
-    if (!v.is_string()) return Error(v, key, fmt::format("must be a string, got {}", TypeName(v)));
+    if (!v.is_string())
+      return Error(v, key, fmt::format("must be a string, got {}", toml_util::TypeName(v)));
     *out = *v.value<std::string>();
     if (nonempty && out->empty()) return Error(v, key, "must not be empty");
     return absl::OkStatus();
@@ -54,7 +33,7 @@ class Parser {
   absl::Status Int(const toml::node& v, const std::string& key, int64_t lo, int64_t hi,
                    int64_t* out) const {
     if (!v.is_integer())
-      return Error(v, key, fmt::format("must be an integer, got {}", TypeName(v)));
+      return Error(v, key, fmt::format("must be an integer, got {}", toml_util::TypeName(v)));
     int64_t n = *v.value<int64_t>();
     if (n < lo || n > hi)
       return Error(v, key, fmt::format("must be between {} and {}, got {}", lo, hi, n));
@@ -70,7 +49,7 @@ class Parser {
   }
   absl::Status Bool(const toml::node& v, const std::string& key, bool* out) const {
     if (!v.is_boolean())
-      return Error(v, key, fmt::format("must be true or false, got {}", TypeName(v)));
+      return Error(v, key, fmt::format("must be true or false, got {}", toml_util::TypeName(v)));
     *out = *v.value<bool>();
     return absl::OkStatus();
   }
@@ -82,7 +61,8 @@ class Parser {
     else if (v.is_floating_point())
       s = *v.value<double>();
     else
-      return Error(v, key, fmt::format("must be a number of seconds, got {}", TypeName(v)));
+      return Error(v, key,
+                   fmt::format("must be a number of seconds, got {}", toml_util::TypeName(v)));
     if (!(s >= lo && s <= hi))
       return Error(v, key, fmt::format("must be between {} and {} seconds, got {}", lo, hi, s));
     *out = absl::Milliseconds(static_cast<int64_t>(s * 1000));
@@ -97,7 +77,8 @@ class Parser {
     if (n == nullptr) return absl::OkStatus();
     const toml::table* t = n->as_table();
     if (t == nullptr)
-      return Error(*n, name, fmt::format("must be a table ([{}]), got {}", name, TypeName(*n)));
+      return Error(*n, name,
+                   fmt::format("must be a table ([{}]), got {}", name, toml_util::TypeName(*n)));
     for (auto&& [k, v] : *t) {
       const std::string key = name + "." + std::string(k.str());
       auto it = fns.find(std::string(k.str()));
@@ -171,8 +152,8 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
   if (c->store_backend == "dynamodb") {
     return p.Error(
         *store_backend_node, "store.backend",
-        "\"dynamodb\" is not available in outbox serve yet (the DynamoDB store backend is a later "
-        "issue); use \"embedded\"");
+        "\"dynamodb\" is not available in outbox serve yet; use \"embedded\", or run the "
+        "DynamoDB pipeline as processes: outbox relay|worker --store dynamodb (docs/CLI.md)");
   }
   if (auto s = p.Table(
           root, "queue",
@@ -318,8 +299,9 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
             [&](const toml::node& v, const std::string& key) {
               const toml::array* a = v.as_array();
               if (a == nullptr) {
-                return p.Error(v, key,
-                               fmt::format("must be an array of table names, got {}", TypeName(v)));
+                return p.Error(
+                    v, key,
+                    fmt::format("must be an array of table names, got {}", toml_util::TypeName(v)));
               }
               for (size_t i = 0; i < a->size(); ++i) {
                 std::string t;

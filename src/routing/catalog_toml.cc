@@ -9,9 +9,7 @@
 #include "fmt/format.h"
 #include "outbox/catalog.h"
 #include "util/absl_compat.h"
-
-#define TOML_HEADER_ONLY 1
-#include <toml++/toml.h>
+#include "util/toml_errors.h"
 
 namespace outbox {
 namespace {
@@ -23,8 +21,7 @@ class Loader {
 
  private:
   absl::Status Error(const toml::node& at, const std::string& key, std::string_view why) const {
-    return absl::InvalidArgumentError(
-        ToAbsl(fmt::format("{}:{}: {}: {}", source_, at.source().begin.line, key, why)));
+    return toml_util::Error(source_, at, key, why);
   }
   absl::Status Entries(const toml::table& root, std::string_view name,
                        std::vector<std::pair<const toml::table*, std::string>>* out) const;
@@ -37,46 +34,30 @@ class Loader {
   std::string source_;
 };
 
-std::string_view TypeName(const toml::node& v) {
-  switch (v.type()) {
-    case toml::node_type::string:
-      return "string";
-    case toml::node_type::integer:
-      return "integer";
-    case toml::node_type::floating_point:
-      return "float";
-    case toml::node_type::boolean:
-      return "boolean";
-    case toml::node_type::table:
-      return "table";
-    case toml::node_type::array:
-      return "array";
-    default:
-      return "date/time";
-  }
-}
-
 absl::Status Loader::Entries(const toml::table& root, std::string_view name,
                              std::vector<std::pair<const toml::table*, std::string>>* out) const {
   const toml::node* n = root.get(name);
   if (n == nullptr) return absl::OkStatus();
   const toml::array* arr = n->as_array();
   if (arr == nullptr) {
-    return Error(*n, std::string(name),
-                 fmt::format("must be an array of tables ([[{}]]), got {}", name, TypeName(*n)));
+    return Error(
+        *n, std::string(name),
+        fmt::format("must be an array of tables ([[{}]]), got {}", name, toml_util::TypeName(*n)));
   }
   for (size_t i = 0; i < arr->size(); ++i) {
     const std::string where = fmt::format("{}[{}]", name, i);
     const toml::table* t = (*arr)[i].as_table();
     if (t == nullptr)
-      return Error((*arr)[i], where, fmt::format("must be a table, got {}", TypeName((*arr)[i])));
+      return Error((*arr)[i], where,
+                   fmt::format("must be a table, got {}", toml_util::TypeName((*arr)[i])));
     out->emplace_back(t, where);
   }
   return absl::OkStatus();
 }
 
 absl::Status Loader::String(const toml::node& v, const std::string& key, std::string* out) const {
-  if (!v.is_string()) return Error(v, key, fmt::format("must be a string, got {}", TypeName(v)));
+  if (!v.is_string())
+    return Error(v, key, fmt::format("must be a string, got {}", toml_util::TypeName(v)));
   *out = *v.value<std::string>();
   return absl::OkStatus();
 }
@@ -89,7 +70,8 @@ absl::Status Loader::Seconds(const toml::node& v, const std::string& key,
   else if (v.is_floating_point())
     s = *v.value<double>();
   else
-    return Error(v, key, fmt::format("must be a number of seconds, got {}", TypeName(v)));
+    return Error(v, key,
+                 fmt::format("must be a number of seconds, got {}", toml_util::TypeName(v)));
   if (!(s > 0)) return Error(v, key, fmt::format("must be positive, got {}", s));
   *out = absl::Milliseconds(static_cast<int64_t>(s * 1000));
   return absl::OkStatus();
@@ -141,7 +123,7 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
       out->pattern = std::move(p);
     } else if (k.str() == "max_attempts") {
       if (!v.is_integer()) {
-        s = Error(v, key, fmt::format("must be an integer, got {}", TypeName(v)));
+        s = Error(v, key, fmt::format("must be an integer, got {}", toml_util::TypeName(v)));
       } else if (int64_t n = *v.value<int64_t>(); n < 1 || n > 1000000) {
         s = Error(v, key, fmt::format("must be between 1 and 1000000, got {}", n));
       } else {
@@ -182,7 +164,7 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
       s = Seconds(v, key, &delivery->webhook_timeout);
     } else if (k.str() == "concurrency") {
       if (!v.is_integer()) {
-        s = Error(v, key, fmt::format("must be an integer, got {}", TypeName(v)));
+        s = Error(v, key, fmt::format("must be an integer, got {}", toml_util::TypeName(v)));
       } else if (int64_t n = *v.value<int64_t>(); n < 1 || n > 256) {
         s = Error(v, key, fmt::format("must be between 1 and 256, got {}", n));
       } else {
