@@ -38,56 +38,30 @@
 #include "queue/sqlite/sqlite_queue.h"
 #include "store/dynamodb/dynamodb_store.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/dynamodb_local_process.h"
 
 namespace outbox {
 namespace {
 
 // ---- DynamoDB Local, started once for the binary -----------------------------------
 
+// DynamoDB Local as the tests start it (tests/support/dynamodb_local_process.h);
+// without Java or the emulator the DynamoDB benchmarks are skipped.
 struct Emulator {
-  std::string endpoint;
-  std::string pid;    // empty when not ours
+  testing_support::DynamoDbLocalProcess p = testing_support::StartDynamoDbLocal();
   std::string error;  // why it is unavailable
 
   Emulator() {
-    if (const char* e = std::getenv("OUTBOX_DYNAMODB_ENDPOINT"); e && *e) {
-      endpoint = e;
-      return;
-    }
-    std::string script = std::string(OUTBOX_SOURCE_DIR) + "/scripts/dynamodb-local";
-    std::string cmd = script + " start --parent " + std::to_string(getpid()) + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) {
-      error = "cannot run " + script;
-      return;
-    }
-    std::string out;
-    std::array<char, 512> buf;
-    while (fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
-    int rc = pclose(p);
-    for (size_t pos = 0; pos < out.size();) {
-      size_t nl = out.find('\n', pos);
-      if (nl == std::string::npos) nl = out.size();
-      std::string line = out.substr(pos, nl - pos);
-      if (line.rfind("endpoint=", 0) == 0) endpoint = line.substr(9);
-      if (line.rfind("pid=", 0) == 0) pid = line.substr(4);
-      pos = nl + 1;
-    }
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    if (rc != 0 || endpoint.empty()) {
+    if (p.endpoint.empty()) {
+      while (!p.output.empty() && (p.output.back() == '\n' || p.output.back() == ' '))
+        p.output.pop_back();
       error =
           "DynamoDB Local did not start (needs Java and the emulator: run scripts/bootstrap); " +
-          script + " said: " + out;
-      endpoint.clear();
+          p.script + " said: " + p.output;
       std::cerr << "bench_dynamodb: skipping the DynamoDB benchmarks: " << error << "\n";
     }
   }
-  ~Emulator() {
-    if (pid.empty()) return;
-    std::string cmd = std::string(OUTBOX_SOURCE_DIR) + "/scripts/dynamodb-local stop " + pid;
-    if (std::system(cmd.c_str()) != 0)
-      std::fprintf(stderr, "dynamodb-local stop %s failed\n", pid.c_str());
-  }
+  ~Emulator() { testing_support::StopDynamoDbLocal(p.pid); }
 };
 
 Emulator& Local() {
@@ -132,7 +106,7 @@ absl::Status Open(bool dynamodb, std::unique_ptr<Backend>* out) {
   if (dynamodb) {
     static int n = 0;
     DynamoDbStoreOptions so;
-    so.client.endpoint = Local().endpoint;
+    so.client.endpoint = Local().p.endpoint;
     so.client.region = "us-east-1";
     so.client.credentials = {fmt::format("bench{}x{}", getpid(), n++), "secret", ""};
     auto s = DynamoDbStore::Open(std::move(so));

@@ -18,11 +18,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <array>
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
+
+#include "support/dynamodb_local_process.h"
 
 namespace outbox::testing_support {
 
@@ -48,37 +47,15 @@ class DynamoDbLocal : public ::testing::Environment {
   }
 
   void SetUp() override {
-    if (const char* e = std::getenv("OUTBOX_DYNAMODB_ENDPOINT"); e && *e) {
-      endpoint_ref() = e;
-      return;
-    }
-    std::string script = std::string(OUTBOX_SOURCE_DIR) + "/scripts/dynamodb-local";
-    std::string cmd = script + " start --parent " + std::to_string(getpid()) + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr) << "cannot run " << script;
-    std::string out;
-    std::array<char, 512> buf;
-    while (fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
-    int rc = pclose(p);
-    for (size_t pos = 0; pos < out.size();) {
-      size_t nl = out.find('\n', pos);
-      if (nl == std::string::npos) nl = out.size();
-      std::string line = out.substr(pos, nl - pos);
-      if (line.rfind("endpoint=", 0) == 0) endpoint_ref() = line.substr(9);
-      if (line.rfind("pid=", 0) == 0) pid_ = line.substr(4);
-      pos = nl + 1;
-    }
-    ASSERT_TRUE(rc == 0 && !Endpoint().empty() && !pid_.empty())
-        << "DynamoDB Local did not start (needs Java and npm: run scripts/bootstrap). " << script
+    DynamoDbLocalProcess p = StartDynamoDbLocal();
+    endpoint_ref() = p.endpoint;
+    pid_ = p.pid;
+    ASSERT_FALSE(Endpoint().empty())
+        << "DynamoDB Local did not start (needs Java and npm: run scripts/bootstrap). " << p.script
         << " said:\n"
-        << out;
+        << p.output;
   }
-  void TearDown() override {
-    if (pid_.empty()) return;
-    std::string cmd = std::string(OUTBOX_SOURCE_DIR) + "/scripts/dynamodb-local stop " + pid_;
-    if (std::system(cmd.c_str()) != 0)
-      std::fprintf(stderr, "dynamodb-local stop %s failed\n", pid_.c_str());
-  }
+  void TearDown() override { StopDynamoDbLocal(pid_); }
 
  private:
   std::string pid_;

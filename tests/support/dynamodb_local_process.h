@@ -1,0 +1,60 @@
+// Starting and stopping DynamoDB Local through scripts/dynamodb-local, without
+// gtest: shared by the test environment (support/dynamodb_local.h, which fails
+// the binary when it does not start) and bench_dynamodb (which skips).
+#pragma once
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace outbox::testing_support {
+
+struct DynamoDbLocalProcess {
+  std::string endpoint;  // http://127.0.0.1:<port>; empty when it did not start
+  std::string pid;       // of the emulator we started; empty when not ours
+  std::string output;    // what the script said (for the error message)
+  std::string script;
+};
+
+// OUTBOX_DYNAMODB_ENDPOINT when set (an emulator already running, not ours);
+// otherwise `scripts/dynamodb-local start --parent <our pid>` (installs the
+// emulator into the cache once; its watchdog stops it if we die).
+inline DynamoDbLocalProcess StartDynamoDbLocal() {
+  DynamoDbLocalProcess r;
+  if (const char* e = std::getenv("OUTBOX_DYNAMODB_ENDPOINT"); e && *e) {
+    r.endpoint = e;
+    return r;
+  }
+  r.script = std::string(OUTBOX_SOURCE_DIR) + "/scripts/dynamodb-local";
+  std::string cmd = r.script + " start --parent " + std::to_string(getpid()) + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    r.output = "cannot run " + r.script;
+    return r;
+  }
+  std::array<char, 512> buf;
+  while (fgets(buf.data(), buf.size(), p) != nullptr) r.output += buf.data();
+  int rc = pclose(p);
+  for (size_t pos = 0; pos < r.output.size();) {
+    size_t nl = r.output.find('\n', pos);
+    if (nl == std::string::npos) nl = r.output.size();
+    std::string line = r.output.substr(pos, nl - pos);
+    if (line.rfind("endpoint=", 0) == 0) r.endpoint = line.substr(9);
+    if (line.rfind("pid=", 0) == 0) r.pid = line.substr(4);
+    pos = nl + 1;
+  }
+  if (rc != 0 || r.pid.empty()) r.endpoint.clear();
+  return r;
+}
+
+inline void StopDynamoDbLocal(const std::string& pid) {
+  if (pid.empty()) return;
+  std::string cmd = std::string(OUTBOX_SOURCE_DIR) + "/scripts/dynamodb-local stop " + pid;
+  if (std::system(cmd.c_str()) != 0)
+    std::fprintf(stderr, "dynamodb-local stop %s failed\n", pid.c_str());
+}
+
+}  // namespace outbox::testing_support
