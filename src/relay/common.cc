@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "fmt/format.h"
+#include "relay/poison.h"
 #include "spdlog/spdlog.h"
 
 namespace outbox::relay_internal {
@@ -25,6 +26,14 @@ absl::StatusOr<QueueAttributes> EnsureQueue(Queue* queue, const std::string& nam
         fmt::format("{}: must be a {} queue", field, fifo ? "FIFO" : "standard"));
   }
   return attrs;
+}
+
+absl::StatusOr<QueueAttributes> EnsureStateTableAndQueue(Store* store,
+                                                         const std::string& state_table,
+                                                         Queue* queue, const std::string& name,
+                                                         bool fifo, std::string_view field) {
+  if (auto s = EnsureStateTable(store, state_table); !s.ok()) return s;
+  return EnsureQueue(queue, name, fifo, field);
 }
 
 absl::Status DrainAll(const std::function<absl::StatusOr<int>()>& run_once) {

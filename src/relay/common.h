@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "outbox/queue.h"
+#include "outbox/store.h"
 
 namespace outbox::relay_internal {
 
@@ -15,6 +16,13 @@ namespace outbox::relay_internal {
 // relay is fine). InvalidArgument naming `field` when its kind is wrong.
 absl::StatusOr<QueueAttributes> EnsureQueue(Queue* queue, const std::string& name, bool fifo,
                                             std::string_view field);
+
+// Open of the feed, record-change and stream relays: the relay state table
+// (checkpoints, poison records) and then the target queue (EnsureQueue).
+absl::StatusOr<QueueAttributes> EnsureStateTableAndQueue(Store* store,
+                                                         const std::string& state_table,
+                                                         Queue* queue, const std::string& name,
+                                                         bool fifo, std::string_view field);
 
 // RunOnce until it forwards nothing (Drain of every relay).
 absl::Status DrainAll(const std::function<absl::StatusOr<int>()>& run_once);

@@ -138,10 +138,8 @@ absl::StatusOr<std::unique_ptr<RecordChangeRelay>> RecordChangeRelay::Open(
     }
     hash_key[t] = d->spec.hash_key.name;
   }
-  if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok())
-    return s;
-  auto attrs =
-      relay_internal::EnsureQueue(queue, options.queue, /*fifo=*/false, "record_relay.queue");
+  auto attrs = relay_internal::EnsureStateTableAndQueue(
+      store, options.relay_state_table, queue, options.queue, /*fifo=*/false, "record_relay.queue");
   if (!attrs.ok()) return attrs.status();
   std::unique_ptr<RecordChangeRelay> r(
       new RecordChangeRelay(store, queue, clock, std::move(options)));

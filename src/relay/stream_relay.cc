@@ -209,9 +209,8 @@ absl::StatusOr<std::unique_ptr<StreamRelay>> StreamRelay::Open(Store* store, Que
                                                                StreamRelayOptions options) {
   if (options.instance.empty()) options.instance = DefaultInstance();
   if (auto s = options.Validate(); !s.ok()) return s;
-  if (auto s = relay_internal::EnsureStateTable(store, options.relay_state_table); !s.ok())
-    return s;
-  auto attrs = relay_internal::EnsureQueue(queue, options.queue, /*fifo=*/true, "relay.queue");
+  auto attrs = relay_internal::EnsureStateTableAndQueue(
+      store, options.relay_state_table, queue, options.queue, /*fifo=*/true, "relay.queue");
   if (!attrs.ok()) return attrs.status();
   std::unique_ptr<StreamRelay> r(new StreamRelay(store, queue, clock, std::move(options)));
   r->impl_->max_message_size = attrs->options.max_message_size;
