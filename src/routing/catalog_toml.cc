@@ -64,14 +64,9 @@ absl::Status Loader::String(const toml::node& v, const std::string& key, std::st
 
 absl::Status Loader::Seconds(const toml::node& v, const std::string& key,
                              absl::Duration* out) const {
-  double s = 0;
-  if (v.is_integer())
-    s = static_cast<double>(*v.value<int64_t>());
-  else if (v.is_floating_point())
-    s = *v.value<double>();
-  else
-    return Error(v, key,
-                 fmt::format("must be a number of seconds, got {}", toml_util::TypeName(v)));
+  absl::StatusOr<double> secs = toml_util::Seconds(source_, v, key);
+  if (!secs.ok()) return secs.status();
+  const double s = *secs;
   if (!(s > 0)) return Error(v, key, fmt::format("must be positive, got {}", s));
   *out = absl::Milliseconds(static_cast<int64_t>(s * 1000));
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "fmt/format.h"
 #include "util/absl_compat.h"
 
@@ -40,6 +41,15 @@ inline absl::Status Error(std::string_view source, const toml::node& at, std::st
                           std::string_view why) {
   return absl::InvalidArgumentError(
       ToAbsl(fmt::format("{}:{}: {}: {}", source, at.source().begin.line, key, why)));
+}
+
+// A TOML integer or float as a number of seconds, else Error "must be a number
+// of seconds, got <type>".
+inline absl::StatusOr<double> Seconds(std::string_view source, const toml::node& v,
+                                      std::string_view key) {
+  if (v.is_integer()) return static_cast<double>(*v.value<int64_t>());
+  if (v.is_floating_point()) return *v.value<double>();
+  return Error(source, v, key, fmt::format("must be a number of seconds, got {}", TypeName(v)));
 }
 
 }  // namespace outbox::toml_util
