@@ -56,11 +56,13 @@ bench: build
 	  echo "== $$b"; $$b --benchmark_out=$(BUILD)/$$(basename $$b).json --benchmark_out_format=json || exit 1; \
 	done
 
-# Deterministic simulation campaign (docs/TESTING.md): seeds 1..SEEDS.
+# Deterministic simulation campaign (docs/TESTING.md): seeds FIRST..FIRST+SEEDS-1
+# on JOBS processes (default: every core); prints seeds/s.
 SEEDS ?= 10000
+FIRST ?= 1
 sim: bootstrap $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target sim_run
-	$(BUILD)/tests/sim_run --seeds 1..$(SEEDS)
+	$(BUILD)/tests/sim_run --seeds $(FIRST)..$$(( $(FIRST) + $(SEEDS) - 1 )) --jobs $(JOBS)
 
 FUZZ_SECONDS ?= 60
 fuzz: bootstrap

@@ -71,9 +71,13 @@ struct TenantStatus {
   bool verified = false;     // the chain was recomputed for this answer
   std::string chain_break;   // ChainBreakName when broken
   int64_t first_broken_seq = 0;
-  int64_t events = 0;            // events read by the verification (else the head's last_seq)
-  int64_t last_seq = 0;          // the head row's last_seq
-  int64_t dead_letters = 0;      // dead-letter rows in state DEAD
+  int64_t events = 0;        // events read by the verification (else the head's last_seq)
+  int64_t last_seq = 0;      // the head row's last_seq
+  int64_t dead_letters = 0;  // dead-letter rows in state DEAD
+  // First runs the workers saw below a seq they had already first-run for the
+  // same subscription (replays, DLQ move-backs; else a broken order): the
+  // durable ORDER record (docs/WORKER.md "Order").
+  int64_t out_of_order = 0;
   int64_t relay_last_seq = 0;    // last seq the relay forwarded for the tenant
   int64_t relay_lag_events = 0;  // last_seq - relay_last_seq
   double relay_lag_seconds =
@@ -125,6 +129,7 @@ struct Status {
   int64_t dead_letters = 0;           // state DEAD
   int64_t dead_letters_redriven = 0;  // state REDRIVEN (audit)
   int64_t poison_pills = 0;           // worker poison pills (pk POISON)
+  int64_t out_of_order = 0;           // sum of the tenants' out_of_order
   QueueStatus queue;
   QueueStatus dlq;
   RelayStatus relay;

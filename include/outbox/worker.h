@@ -82,8 +82,16 @@ struct WorkerMetrics {
   std::atomic<int64_t> handler_dead{0};   // runs marked DEAD (terminal, last receive, last attempt)
   std::atomic<int64_t> lease_lost{0};     // completions refused because the token moved on
   std::atomic<int64_t> sequence_gaps{0};  // tenant seq jumps seen by this process
-  std::atomic<int64_t> busy{0};           // claims refused: another worker holds the lease
-  std::atomic<int64_t> errors{0};         // store/queue errors (message left for redelivery)
+  // First runs (attempt 1) of a (tenant, subscription) whose seq is below one
+  // already first-run by this process: replays and DLQ move-backs, or a broken
+  // order guarantee (docs/WORKER.md "Order").
+  std::atomic<int64_t> out_of_order{0};
+  // Runs not started because the message's receipt could no longer cover a
+  // lease (visibility ran out and could not be extended): message left.
+  std::atomic<int64_t> receipt_expired{0};
+  std::atomic<int64_t> visibility_extended{0};  // receipts extended to cover a claim
+  std::atomic<int64_t> busy{0};                 // claims refused: another worker holds the lease
+  std::atomic<int64_t> errors{0};               // store/queue errors (message left for redelivery)
   // Per subscription (docs/OPERATIONS.md): outcome = completed | retry | dead | lease_lost | busy.
   metrics::LabeledCounter deliveries{{"subscription", "outcome"}};
   metrics::LabeledHistogram handler_duration{{"subscription"}};  // seconds (steady clock)

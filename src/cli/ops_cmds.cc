@@ -209,8 +209,9 @@ void AddStatus(CLI::App& app) {
       std::cout << fmt::format("healthy: {}   chain_intact: {}   events: {}\n",
                                st->healthy() ? "yes" : "NO", st->chain_intact ? "yes" : "NO",
                                st->events);
-      std::cout << fmt::format("dead letters: {} (redriven: {})   poison pills: {}\n",
-                               st->dead_letters, st->dead_letters_redriven, st->poison_pills);
+      std::cout << fmt::format(
+          "dead letters: {} (redriven: {})   poison pills: {}   out-of-order first runs: {}\n",
+          st->dead_letters, st->dead_letters_redriven, st->poison_pills, st->out_of_order);
       std::cout << fmt::format("queue {}: visible {} in flight {} oldest {:.1f}s\n", st->queue.name,
                                st->queue.visible, st->queue.in_flight,
                                st->queue.oldest_age_seconds);
@@ -218,14 +219,14 @@ void AddStatus(CLI::App& app) {
                                st->dlq.visible + st->dlq.in_flight + st->dlq.delayed);
       std::cout << fmt::format("relay {}: lag {} events ({:.1f}s)   errors {}\n", st->relay.name,
                                st->relay.lag_events, st->relay.lag_seconds, st->relay.errors);
-      std::cout << fmt::format("\n{:<24} {:>8} {:>8} {:>6} {:>10} {:>8}\n", "TENANT", "LAST_SEQ",
-                               "CHAIN", "DEAD", "RELAY_LAG", "");
+      std::cout << fmt::format("\n{:<24} {:>8} {:>8} {:>6} {:>10} {:>12}\n", "TENANT", "LAST_SEQ",
+                               "CHAIN", "DEAD", "RELAY_LAG", "OUT_OF_ORDER");
       for (const auto& t : st->tenants) {
-        std::cout << fmt::format("{:<24} {:>8} {:>8} {:>6} {:>10}\n", t.tenant, t.last_seq,
+        std::cout << fmt::format("{:<24} {:>8} {:>8} {:>6} {:>10} {:>12}\n", t.tenant, t.last_seq,
                                  !t.verified      ? "-"
                                  : t.chain_intact ? "intact"
                                                   : "BROKEN",
-                                 t.dead_letters, t.relay_lag_events);
+                                 t.dead_letters, t.relay_lag_events, t.out_of_order);
       }
       if (!st->inbox.empty()) {
         std::cout << fmt::format("\n{:<24} {:>8} {:>8} {:>10} {:>6} {:>6}\n", "SUBSCRIPTION",

@@ -97,6 +97,13 @@ void RegisterWorkerMetrics(metrics::Registry* r, const WorkerMetrics& m) {
   c("outbox_worker_lease_lost_total", "Completions refused because the lease moved on",
     &m.lease_lost);
   c("outbox_worker_sequence_gaps_total", "Tenant seq jumps seen by the worker", &m.sequence_gaps);
+  c("outbox_worker_out_of_order_total",
+    "First runs below a seq this worker already first-ran for the subscription", &m.out_of_order);
+  c("outbox_worker_receipt_expired_total",
+    "Runs not started because the message's receipt could not cover a lease", &m.receipt_expired);
+  c("outbox_worker_visibility_extended_total",
+    "Receipts extended (ChangeVisibility) so a claim's lease fits inside them",
+    &m.visibility_extended);
   c("outbox_worker_errors_total", "Store/queue errors in the worker (message left)", &m.errors);
   c("outbox_dead_lettered_total", "Handler runs marked DEAD", &m.handler_dead);
   r->AddCounter("outbox_deliveries_total", "Handler deliveries by subscription and outcome",

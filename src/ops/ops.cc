@@ -146,6 +146,7 @@ nlohmann::json Status::ToJson() const {
                         {"events", t.events},
                         {"last_seq", t.last_seq},
                         {"dead_letters", t.dead_letters},
+                        {"out_of_order", t.out_of_order},
                         {"relay_last_seq", t.relay_last_seq},
                         {"relay_lag_events", t.relay_lag_events},
                         {"relay_lag_seconds", t.relay_lag_seconds}};
@@ -174,6 +175,7 @@ nlohmann::json Status::ToJson() const {
           {"dead_letters", dead_letters},
           {"dead_letters_redriven", dead_letters_redriven},
           {"poison_pills", poison_pills},
+          {"out_of_order", out_of_order},
           {"queue", QueueJson(queue)},
           {"dlq", QueueJson(dlq)},
           {"relay",
@@ -488,6 +490,13 @@ absl::StatusOr<Status> Ops::GetStatus(const StatusOptions& o) {
       else if (state == "REDRIVEN" || state == "REDRIVING")
         ++st.dead_letters_redriven;
     }
+    GetRequest og;
+    og.table = m.eo().dead_letters_table;
+    og.key = Item{{"pk", Value::S("ORDER")}, {"sk", Value::S(tenant)}};
+    auto order = m.store->GetItem(og);
+    if (!order.ok()) return order.status();
+    if (*order) t.out_of_order = IntAttr(**order, "out_of_order");
+    st.out_of_order += t.out_of_order;
     GetRequest g;
     g.table = m.eo().relay_state_table;
     g.key = Item{{"pk", Value::S(relay_pk)}, {"sk", Value::S("TENANT#" + tenant)}};

@@ -123,7 +123,8 @@ void DurableWorker::Impl::CheckSequence(const Envelope& e) {
   }
 }
 
-DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(const ReceivedMessage& m) {
+DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(Held& h) {
+  const ReceivedMessage& m = *h.m;
   auto item = ParseBody(m.body);
   if (!item.ok()) return Poison(m, ErrorText(item.status()));
   auto env = EnvelopeFromItem(*item);
@@ -139,8 +140,13 @@ DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(const ReceivedMess
   }
   bool all_final = true;
   bool retried = false;
+  bool receipt_lost = false;
   for (const Subscription* sub : subs) {
-    if (!RunSubscription(m, *env, *item, *sub, &retried)) all_final = false;
+    if (!RunSubscription(h, *env, *item, *sub, &retried, &receipt_lost)) all_final = false;
+    // Without a receipt the group may already be someone else's: starting any
+    // further run could overtake a later message of the group (order) or
+    // revive a row no message drives any more (lost work).
+    if (receipt_lost) return Fate::kLeft;
   }
   if (all_final) return Delete(m);
   if (retried && options.backoff_with_visibility) {
@@ -154,10 +160,65 @@ DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(const ReceivedMess
   return Fate::kLeft;
 }
 
-bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelope& e,
-                                          const Item& item, const Subscription& sub,
-                                          bool* retried) {
+bool DurableWorker::Impl::CoverLease(Held& h, absl::Duration lease, const Envelope& e,
+                                     const Subscription& sub) {
+  const absl::Time now = clock->Now();
+  if (now + lease <= h.deadline) return true;
+  absl::Status s = queue->ChangeVisibility(options.queue, h.m->receipt_handle, visibility);
+  if (s.ok()) {
+    h.deadline = now + visibility;
+    metrics.visibility_extended++;
+    return true;
+  }
+  metrics.receipt_expired++;
+  spdlog::warn(
+      "worker: receipt of message {} no longer covers a lease (tenant={} event={} seq={} "
+      "correlation={} subscription={}): {}; message left, its group is not run further",
+      h.m->message_id, e.tenant, e.id, e.seq, e.correlation_id, sub.name, std::string(s.message()));
+  return false;
+}
+
+void DurableWorker::Impl::CheckFirstRunOrder(const Envelope& e, const Subscription& sub) {
+  int64_t highest = 0;
+  {
+    std::lock_guard<std::mutex> lock(seq_mu);
+    auto [it, inserted] = first_run_seq.try_emplace(e.tenant + "|" + sub.name, e.seq);
+    if (inserted) return;
+    highest = it->second;
+    it->second = std::max(highest, e.seq);
+  }
+  if (e.seq >= highest) return;
+  metrics.out_of_order++;
+  spdlog::warn(
+      "worker: first run out of seq order tenant={} event={} seq={} after seq={} "
+      "correlation={} subscription={} (a replay or DLQ move-back, else a broken order)",
+      e.tenant, e.id, e.seq, highest, e.correlation_id, sub.name);
+  // Durable, for `outbox status` (rare: one write per occurrence, never on the
+  // normal path): dead-letters table, pk ORDER, sk <tenant>.
+  UpdateRequest u;
+  u.table = inbox->options().dead_letters_table;
+  u.key = Item{{"pk", Value::S("ORDER")}, {"sk", Value::S(e.tenant)}};
+  u.update =
+      "ADD out_of_order :one SET last_event = :eid, last_seq = :seq, last_after_seq = :hi, "
+      "last_subscription = :sub, last_at = :now";
+  u.args.values = {{":one", Value::N(int64_t{1})}, {":eid", Value::S(e.id)},
+                   {":seq", Value::N(e.seq)},      {":hi", Value::N(highest)},
+                   {":sub", Value::S(sub.name)},   {":now", Value::N(clock->NowMillis())}};
+  if (auto r = store->UpdateItem(u); !r.ok()) {
+    spdlog::warn("worker: could not record the out-of-order run tenant={} event={}: {}", e.tenant,
+                 e.id, std::string(r.status().message()));
+  }
+}
+
+bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item& item,
+                                          const Subscription& sub, bool* retried,
+                                          bool* receipt_lost) {
+  const ReceivedMessage& m = *h.m;
   InboxKey key{e.id, sub.name, e.tenant};
+  if (!CoverLease(h, sub.options.lease, e, sub)) {
+    *receipt_lost = true;
+    return false;
+  }
   auto claim = inbox->TryClaim(key, options.owner, sub.options.lease, sub.options.max_attempts);
   if (!claim.ok()) {
     metrics.errors++;
@@ -184,6 +245,7 @@ bool DurableWorker::Impl::RunSubscription(const ReceivedMessage& m, const Envelo
     case Claim::Outcome::kClaimed:
       break;
   }
+  if (claim->attempt == 1) CheckFirstRunOrder(e, sub);
   auto ctx = std::make_shared<worker::DurableContext>(
       RequestContext{e.tenant, e.correlation_id, e.actor}, key.idempotency_key(), claim->attempt,
       clock->Now() + sub.options.handler_timeout);

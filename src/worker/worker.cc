@@ -73,27 +73,31 @@ absl::Status DurableWorker::RunOnce() {
   ReceiveOptions ro;
   ro.max_messages = w.options.batch;
   ro.wait_time = w.options.wait;
+  // Taken before the receive: each receipt holds its group at least until
+  // then + the visibility timeout (the queue starts the timeout on return).
+  const absl::Time deadline = w.clock->Now() + w.visibility;
   auto batch = w.queue->Receive(w.options.queue, ro);
   if (!batch.ok()) {
     w.metrics.errors++;
     return batch.status();
   }
   w.metrics.received += static_cast<int64_t>(batch->size());
-  if (!batch->empty()) w.ProcessBatch(*batch);
+  if (!batch->empty()) w.ProcessBatch(*batch, deadline);
   return absl::OkStatus();
 }
 
-void DurableWorker::Impl::ProcessBatch(const std::vector<ReceivedMessage>& batch) {
-  std::vector<std::vector<const ReceivedMessage*>> groups;
+void DurableWorker::Impl::ProcessBatch(const std::vector<ReceivedMessage>& batch,
+                                       absl::Time deadline) {
+  std::vector<std::vector<Held>> groups;
   absl::flat_hash_map<std::string, size_t> index;
   for (const ReceivedMessage& m : batch) {
     auto [it, inserted] = index.try_emplace(m.group_id, groups.size());
     if (inserted) groups.emplace_back();
-    groups[it->second].push_back(&m);
+    groups[it->second].push_back(Held{&m, deadline});
   }
   size_t n = std::min(groups.size(), static_cast<size_t>(options.threads));
   if (n <= 1) {
-    for (const auto& g : groups) ProcessGroup(g);
+    for (auto& g : groups) ProcessGroup(g);
     return;
   }
   std::atomic<size_t> next{0};
@@ -107,13 +111,13 @@ void DurableWorker::Impl::ProcessBatch(const std::vector<ReceivedMessage>& batch
   for (auto& t : pool) t.join();
 }
 
-void DurableWorker::Impl::ProcessGroup(const std::vector<const ReceivedMessage*>& group) {
+void DurableWorker::Impl::ProcessGroup(std::vector<Held>& group) {
   for (size_t i = 0; i < group.size(); ++i) {
-    if (ProcessMessage(*group[i]) == Fate::kDeleted) continue;
+    if (ProcessMessage(group[i]) == Fate::kDeleted) continue;
     if (i + 1 < group.size()) {
       spdlog::info(
           "worker: group {}: message {} left; {} later message(s) of the group left unprocessed",
-          group[i]->group_id, group[i]->message_id, group.size() - i - 1);
+          group[i].m->group_id, group[i].m->message_id, group.size() - i - 1);
     }
     return;
   }

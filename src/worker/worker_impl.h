@@ -32,23 +32,37 @@ struct DurableWorker::Impl {
   // What happened to a message.
   enum class Fate { kDeleted, kLeft };
 
+  // A received message and the time until which its receipt holds the FIFO
+  // group (received + visibility timeout, moved on by each extension). The
+  // worker starts a claim only while the receipt covers the whole lease
+  // (docs/WORKER.md "Receipts are leases too").
+  struct Held {
+    const ReceivedMessage* m;
+    absl::Time deadline;
+  };
+
   // One message, every rule of docs/WORKER.md (message.cc).
-  Fate ProcessMessage(const ReceivedMessage& m);
+  Fate ProcessMessage(Held& h);
   // Poison pill: record, then delete. kLeft only when recording failed.
   Fate Poison(const ReceivedMessage& m, const std::string& error);
   // Claim → handler → complete | release | mark dead. True when the
   // subscription is final (COMPLETED or DEAD) for this event; sets *retried
   // when the run was released for a later receive.
-  bool RunSubscription(const ReceivedMessage& m, const Envelope& e, const Item& item,
-                       const Subscription& sub, bool* retried);
+  bool RunSubscription(Held& h, const Envelope& e, const Item& item, const Subscription& sub,
+                       bool* retried, bool* receipt_lost);
+  // True when the receipt covers now + lease, extending it (ChangeVisibility)
+  // when it would not; false when it cannot (the receipt ran out: another
+  // worker may hold the group now).
+  bool CoverLease(Held& h, absl::Duration lease, const Envelope& e, const Subscription& sub);
+  void CheckFirstRunOrder(const Envelope& e, const Subscription& sub);
   bool Fail(const ReceivedMessage& m, const Envelope& e, const Item& item, const Subscription& sub,
             const InboxKey& key, const Claim& claim, const absl::Status& error, bool* retried);
   Fate Delete(const ReceivedMessage& m);
   void CheckSequence(const Envelope& e);
 
   // One batch (worker.cc): groups in order of first appearance.
-  void ProcessBatch(const std::vector<ReceivedMessage>& batch);
-  void ProcessGroup(const std::vector<const ReceivedMessage*>& group);
+  void ProcessBatch(const std::vector<ReceivedMessage>& batch, absl::Time deadline);
+  void ProcessGroup(std::vector<Held>& group);
 
   Store* const store;
   Queue* const queue;
@@ -66,6 +80,8 @@ struct DurableWorker::Impl {
   std::mutex seq_mu;
   absl::flat_hash_map<std::string, int64_t>
       last_seq;  // tenant -> highest seq seen; guarded by seq_mu
+  absl::flat_hash_map<std::string, int64_t>
+      first_run_seq;  // "<tenant>|<subscription>" -> highest seq first run; guarded by seq_mu
 
   std::atomic<bool> stopping{false};
   std::vector<std::thread> loops;  // the receive loops; Start/Stop only

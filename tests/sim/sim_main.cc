@@ -2,16 +2,24 @@
 //
 //   sim_run --seed N [--trace] [--drop 3,7]   one run; prints the trace hash and, on failure, the
 //                                             violations and the fault schedule
-//   sim_run --seeds A..B                      a campaign; exit 1 if any seed fails
+//   sim_run --seeds A..B [--jobs N]           a campaign over N processes (default: every
+//                                             core); exit 1 if any seed fails
+//   sim_run --seed-list 5,9,201227            the same over listed seeds (the regression set)
 //   sim_run --seed N --shrink                 drops faults one by one while the failure persists
 //   --mutation claim_only_if_absent|dead_on_first_failure
 //   --expect-failure                          exit 0 only if some seed fails (mutation checks)
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "fmt/format.h"
@@ -21,16 +29,95 @@ using namespace outbox;
 
 namespace {
 
-void PrintFailure(const sim::SimResult& r) {
-  fmt::print("FAIL seed={} trace={} faults={} crashes={} events={}\n", r.seed, r.trace_hash,
+void PrintFailure(const sim::SimResult& r, std::FILE* out = stdout) {
+  fmt::print(out, "FAIL seed={} trace={} faults={} crashes={} events={}\n", r.seed, r.trace_hash,
              r.faults, r.crashes, r.events);
-  for (const auto& v : r.violations) fmt::print("  violation: {}\n", v);
-  fmt::print("  fault schedule ({}):\n", r.schedule.size());
+  for (const auto& v : r.violations) fmt::print(out, "  violation: {}\n", v);
+  fmt::print(out, "  fault schedule ({}):\n", r.schedule.size());
   for (const auto& f : r.schedule) {
-    fmt::print("    #{} {} at {}{}\n", f.index, sim::FaultKindName(f.kind), f.where,
+    fmt::print(out, "    #{} {} at {}{}\n", f.index, sim::FaultKindName(f.kind), f.where,
                f.suppressed ? " (dropped)" : "");
   }
-  fmt::print("  replay: tests/sim/run --seed {}{}\n", r.seed, r.real_ops ? " --ops real" : "");
+  fmt::print(out, "  replay: tests/sim/run --seed {}{}\n", r.seed, r.real_ops ? " --ops real" : "");
+}
+
+// What one worker process of a campaign reports to the parent.
+struct Tally {
+  int64_t runs = 0, failed = 0, faults = 0, crashes = 0;
+};
+
+// Runs `seeds` in `jobs` forked processes (the crash-point hook, the mutation
+// switch and the log level are process-wide, so runs never share a process
+// concurrently). Each child takes every jobs-th seed, prints failures to a
+// file of its own and its tally as the file's last line; the parent prints
+// failures in child order and a progress line on a terminal.
+Tally RunCampaign(const std::vector<uint64_t>& seeds, int jobs, testing::Mutation m, bool real_ops,
+                  bool stop_at_first_failure) {
+  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(seeds.size())));
+  std::vector<std::string> files;
+  std::vector<pid_t> pids;
+  for (int j = 0; j < jobs; ++j) {
+    char path[] = "/tmp/outbox-sim-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+      perror("mkstemp");
+      std::exit(2);
+    }
+    close(fd);
+    files.push_back(path);
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+      perror("fork");
+      std::exit(2);
+    }
+    if (pid == 0) {
+      std::FILE* out = std::fopen(path, "w");
+      Tally t;
+      for (size_t i = static_cast<size_t>(j); i < seeds.size(); i += static_cast<size_t>(jobs)) {
+        sim::SimResult r = sim::RunSim(sim::SimConfig{seeds[i], m, {}, false, real_ops});
+        t.runs++;
+        t.faults += r.faults;
+        t.crashes += r.crashes;
+        if (!r.ok) {
+          t.failed++;
+          PrintFailure(r, out);
+          if (stop_at_first_failure) break;
+        }
+      }
+      fmt::print(out, "TALLY {} {} {} {}\n", t.runs, t.failed, t.faults, t.crashes);
+      std::fclose(out);
+      _exit(0);
+    }
+    pids.push_back(pid);
+  }
+  Tally total;
+  for (int j = 0; j < jobs; ++j) {
+    int status = 0;
+    waitpid(pids[j], &status, 0);
+    std::ifstream in(files[j]);
+    std::string line;
+    bool tallied = false;
+    while (std::getline(in, line)) {
+      Tally t;
+      if (std::sscanf(line.c_str(), "TALLY %ld %ld %ld %ld", &t.runs, &t.failed, &t.faults,
+                      &t.crashes) == 4) {
+        total.runs += t.runs;
+        total.failed += t.failed;
+        total.faults += t.faults;
+        total.crashes += t.crashes;
+        tallied = true;
+      } else {
+        fmt::print("{}\n", line);
+      }
+    }
+    std::remove(files[j].c_str());
+    if (!tallied) {  // the child died: count its share as failed, say how
+      fmt::print("FAIL campaign process {} ended without a tally (status {})\n", j, status);
+      total.failed++;
+    }
+  }
+  return total;
 }
 
 std::set<int> ParseDrop(const std::string& s) {
@@ -52,6 +139,11 @@ int main(int argc, char** argv) {
   bool trace = false, shrink = false, expect_failure = false;
   app.add_option("--seed", seed, "one seed");
   app.add_option("--seeds", seeds, "a range A..B (inclusive)");
+  std::string seed_list;
+  app.add_option("--seed-list", seed_list, "comma-separated seeds (a regression set)");
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  app.add_option("--jobs,-j", jobs, "campaign processes (default: every core)")
+      ->check(CLI::Range(1, 256));
   app.add_option("--mutation", mutation, "none | claim_only_if_absent | dead_on_first_failure");
   std::string ops_mode = "real";
   app.add_option(
@@ -78,7 +170,24 @@ int main(int argc, char** argv) {
   }
   const bool real_ops = ops_mode == "real";
   uint64_t lo = seed, hi = seed;
-  if (!seeds.empty()) {
+  std::vector<uint64_t> list;
+  if (!seed_list.empty()) {
+    std::stringstream in(seed_list);
+    std::string part;
+    while (std::getline(in, part, ',')) {
+      if (part.empty()) continue;
+      try {
+        list.push_back(std::stoull(part));
+      } catch (const std::exception&) {
+        fmt::print(stderr, "--seed-list: \"{}\" is not a seed\n", part);
+        return 2;
+      }
+    }
+    if (list.empty()) {
+      fmt::print(stderr, "--seed-list: no seeds\n");
+      return 2;
+    }
+  } else if (!seeds.empty()) {
     auto dots = seeds.find("..");
     if (dots == std::string::npos) {
       fmt::print(stderr, "--seeds: expected A..B, got \"{}\"\n", seeds);
@@ -95,7 +204,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  if (seeds.empty()) {
+  if (seeds.empty() && list.empty()) {
     sim::SimConfig c{seed, m, ParseDrop(drop), trace, real_ops};
     sim::SimResult r = sim::RunSim(c);
     if (trace) fmt::print("{}", r.trace);
@@ -125,28 +234,23 @@ int main(int argc, char** argv) {
     return expect_failure ? 0 : 1;
   }
 
-  auto start = std::chrono::steady_clock::now();
-  int failed = 0;
-  int64_t faults = 0, crashes = 0;
-  for (uint64_t s = lo; s <= hi; ++s) {
-    sim::SimResult r = sim::RunSim(sim::SimConfig{s, m, {}, false, real_ops});
-    faults += r.faults;
-    crashes += r.crashes;
-    if (!r.ok) {
-      ++failed;
-      PrintFailure(r);
-      if (expect_failure) break;  // the mutation was caught
-    }
+  if (list.empty()) {
+    for (uint64_t s = lo; s <= hi; ++s) list.push_back(s);
   }
+  const std::string what = seed_list.empty() ? fmt::format("seeds {}..{}", lo, hi)
+                                             : fmt::format("seed list ({} seeds)", list.size());
+  auto start = std::chrono::steady_clock::now();
+  Tally t = RunCampaign(list, jobs, m, real_ops, expect_failure);
+  const int64_t failed = t.failed;
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  uint64_t n = hi - lo + 1;
+  const double n = static_cast<double>(std::max<int64_t>(1, t.runs));
   fmt::print(
-      "seeds {}..{} mutation={}: {} failed; {:.1f} s, {:.1f} seeds/s, {:.1f} faults/run, {:.2f} "
-      "crashes/run\n",
-      lo, hi, mutation, failed, secs, static_cast<double>(n) / secs,
-      static_cast<double>(faults) / n, static_cast<double>(crashes) / n);
+      "{} mutation={}: {} failed; {} runs on {} processes, {:.1f} s, {:.1f} seeds/s, {:.1f} "
+      "faults/run, {:.2f} crashes/run\n",
+      what, mutation, failed, t.runs, std::min<size_t>(jobs, list.size()), secs, t.runs / secs,
+      t.faults / n, t.crashes / n);
   if (expect_failure) {
-    if (failed == 0) fmt::print("mutation {} was NOT caught by seeds {}..{}\n", mutation, lo, hi);
+    if (failed == 0) fmt::print("mutation {} was NOT caught by {}\n", mutation, what);
     return failed > 0 ? 0 : 1;
   }
   return failed > 0 ? 1 : 0;

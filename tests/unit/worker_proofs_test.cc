@@ -174,6 +174,15 @@ class WorkerProofs : public ::testing::TestWithParam<ProofBackend> {
     EXPECT_TRUE(s.ok()) << s.status();
     return *s;
   }
+  SendResult SendTo(const std::string& queue, const Envelope& e) {
+    SendMessageRequest r;
+    r.body = Body(e);
+    r.group_id = e.tenant;
+    r.dedup_id = e.id;
+    auto s = env_.queue->Send(queue, r);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return *s;
+  }
   SendResult SendRaw(const std::string& body, const std::string& group, const std::string& dedup) {
     auto s = env_.queue->Send(kQueue, {body, group, dedup, std::nullopt});
     EXPECT_TRUE(s.ok()) << s.status();
@@ -210,10 +219,13 @@ class WorkerProofs : public ::testing::TestWithParam<ProofBackend> {
     ASSERT_TRUE(router_.Add(std::move(s)).ok());
   }
 
-  std::unique_ptr<DurableWorker> Worker(const std::string& owner = "w1") {
+  std::unique_ptr<DurableWorker> Worker(const std::string& owner = "w1",
+                                        const std::string& queue = kQueue, int batch = 10) {
     WorkerOptions o;
     o.owner = owner;
     o.wait = absl::ZeroDuration();
+    o.queue = queue;
+    o.batch = batch;
     return std::make_unique<DurableWorker>(env_.store.get(), env_.queue.get(), env_.inbox.get(),
                                            &router_, &clock_, o);
   }
@@ -534,6 +546,126 @@ TEST_P(WorkerProofs, SequenceGapsAreCounted) {
   Send(Event("t2", 7));  // first sight of a tenant is not a gap
   Run(*w);
   EXPECT_EQ(w->metrics().sequence_gaps.load(), 1);
+  EXPECT_EQ(QueueDepth(), 0);
+}
+
+// ---- receipts are leases too (issue 16; docs/WORKER.md "Receipts") ---------------
+//
+// Both tests replay, step by step on the manual clock, the interleavings the
+// simulation found (seeds 201227 and 4000842): a worker whose message's
+// visibility ran out while it ran one subscription went on to start the next
+// subscription's run under the expired receipt.
+
+// A FIFO queue of its own with a redrive policy of `max_receive` receives.
+void MakeQueue(SqliteQueue* queue, const std::string& name, int max_receive,
+               absl::Duration visibility) {
+  QueueOptions q;
+  q.fifo = true;
+  q.visibility_timeout = visibility;
+  q.redrive = RedrivePolicy{kDlq, max_receive};
+  ASSERT_TRUE(queue->CreateQueue(name, q).ok());
+}
+
+TEST_P(WorkerProofs, ExpiredReceiptNeverStartsARunBehindALaterMessageOfTheGroup) {
+  // Order (seed 201227): A holds seq 1 and runs "first"; the visibility runs
+  // out; B's receive finds seq 1 over its receive count (the queue moves it
+  // to the DLQ) and runs seq 2 for both subscriptions. Before the fix A then
+  // started "audit" for seq 1 — after "audit" had already run seq 2.
+  MakeQueue(env_.queue.get(), "tight.fifo", 1, kVisibility);
+  auto a = Worker("A", "tight.fifo", 1);
+  auto b = Worker("B", "tight.fifo");
+  std::vector<int64_t> audit_order;
+  Subscribe("first", "order.*", [&](HandlerContext& ctx, const Envelope& e) {
+    if (e.seq == 1 && ctx.attempt() == 1) {
+      clock_.Advance(kVisibility + absl::Seconds(1));  // A's receipt runs out mid-handler
+      EXPECT_TRUE(b->RunOnce().ok());                  // ... and B takes the group on
+    }
+    return absl::OkStatus();
+  });
+  Subscribe("audit", "order.*", [&](HandlerContext&, const Envelope& e) {
+    audit_order.push_back(e.seq);
+    return absl::OkStatus();
+  });
+  Envelope e1 = Event("t1", 1), e2 = Event("t1", 2);
+  SendTo("tight.fifo", e1);
+  SendTo("tight.fifo", e2);
+  Run(*a);
+  EXPECT_EQ(b->metrics().handler_ok.load(), 2);       // seq 2: first + audit
+  EXPECT_EQ(audit_order, (std::vector<int64_t>{2}));  // A did not start audit for seq 1
+  EXPECT_EQ(a->metrics().receipt_expired.load(), 1);
+  EXPECT_EQ(Runs(e1, "first"), 1);  // the run A had started still commits once
+  EXPECT_FALSE(Row(e1, "audit").has_value());
+  EXPECT_EQ(env_.queue->GetAttributes(kDlq)->visible, 1);  // seq 1 is visible as data: the DLQ
+  // The operator moves it back: audit runs seq 1 once, and the worker counts a
+  // first run out of seq order.
+  auto moved = env_.queue->MoveMessages(kDlq, {});
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  Run(*b);
+  EXPECT_EQ(audit_order, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(Runs(e1, "audit"), 1);
+  EXPECT_EQ(Runs(e1, "first"), 1);
+  EXPECT_EQ(b->metrics().out_of_order.load(), 1);
+  GetRequest g;  // the durable record `outbox status` reads
+  g.table = env_.inbox->options().dead_letters_table;
+  g.key = Item{{"pk", Value::S("ORDER")}, {"sk", Value::S("t1")}};
+  g.consistent_read = true;
+  auto order = env_.store->GetItem(g);
+  ASSERT_TRUE(order.ok() && order->has_value());
+  EXPECT_EQ((**order).at("out_of_order").n().ToString(), "1");
+  EXPECT_EQ((**order).at("last_subscription").s(), "audit");
+}
+
+TEST_P(WorkerProofs, ExpiredReceiptNeverRevivesADeadRowThatNoMessageDrives) {
+  // Lost work (seed 4000842): while A runs "first", the visibility runs out; B
+  // receives the message on its last receive, takes "first" over, fails
+  // "second" (DEAD by the last receive, attempts kept, dead letter) and
+  // deletes the message. Before the fix A then claimed the DEAD row (it has
+  // attempts left), failed, released it to RETRY and left a message that no
+  // longer existed: a RETRY row no message drives, with its letter still DEAD,
+  // which no redrive selects (the row is not DEAD).
+  MakeQueue(env_.queue.get(), "tight.fifo", 2, kVisibility);
+  auto a = Worker("A", "tight.fifo", 1);
+  auto b = Worker("B", "tight.fifo");
+  std::atomic<bool> nested{false};
+  Subscribe("first", "order.*", [&](HandlerContext&, const Envelope&) {
+    if (!nested.exchange(true)) {
+      clock_.Advance(kVisibility + absl::Seconds(1));
+      EXPECT_TRUE(b->RunOnce().ok());
+    }
+    return absl::OkStatus();
+  });
+  Subscribe(
+      "second", "order.*",
+      [](HandlerContext&, const Envelope&) { return absl::UnavailableError("flaky"); }, 5);
+  Envelope e = Event("t1", 1);
+  SendTo("tight.fifo", e);
+  Run(*a);
+  EXPECT_EQ(Calls("second"), 1);  // B's run only
+  ASSERT_TRUE(Row(e, "second").has_value());
+  EXPECT_EQ(Row(e, "second")->status, InboxStatus::kDead);  // what redrive selects
+  EXPECT_TRUE(DeadLetter(e, "second").has_value());
+  EXPECT_EQ(Runs(e, "first"), 1);
+  EXPECT_EQ(a->metrics().receipt_expired.load(), 1);
+  EXPECT_EQ(a->metrics().lease_lost.load(), 1);  // A's "first" run was taken over by B
+  EXPECT_EQ(env_.queue->GetAttributes("tight.fifo")->visible, 0);
+}
+
+TEST_P(WorkerProofs, ReceiptIsExtendedWhenTheNextClaimWouldOutliveIt) {
+  // One receive of two messages; the first run takes 15 s, so the second
+  // claim's 20 s lease would end after the 30 s visibility: the worker extends
+  // the receipt first, keeps the group, and runs both in one receive.
+  auto a = Worker("A");
+  Subscribe("slow", "order.*", [&](HandlerContext&, const Envelope& e) {
+    if (e.seq == 1) clock_.Advance(absl::Seconds(15));
+    return absl::OkStatus();
+  });
+  Send(Event("t1", 1));
+  Send(Event("t1", 2));
+  Run(*a);
+  EXPECT_EQ(a->metrics().handler_ok.load(), 2);
+  EXPECT_EQ(a->metrics().visibility_extended.load(), 1);
+  EXPECT_EQ(a->metrics().receipt_expired.load(), 0);
+  EXPECT_EQ(Order("t1"), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(QueueDepth(), 0);
 }
 
