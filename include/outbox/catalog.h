@@ -1,4 +1,4 @@
-// The event catalog and the subscription contract (SPEC §5).
+// The event catalog and the subscription contract (DESIGN §5).
 //
 // The catalog declares every event type with its producer. CheckContract
 // returns every violation of the contract (never stops at the first), each
@@ -65,7 +65,7 @@ struct ContractViolation {
   bool operator==(const ContractViolation&) const = default;
 };
 
-// Every rule of SPEC §5: every emitted type is declared; every declared type
+// Every rule of DESIGN §5: every emitted type is declared; every declared type
 // has a producer; every glob matches at least one declared type (the message
 // suggests the closest declared type); every row.* subscription (glob
 // starting with "row.") is on BEST_EFFORT and no other is; names are unique;

@@ -1,4 +1,4 @@
-// The event engine (SPEC §3–4): emit events atomically with the caller's
+// The event engine (DESIGN §3–4): emit events atomically with the caller's
 // writes, keep a per-tenant hash chain, verify it, and dispatch the INLINE
 // and LOCAL lanes. DURABLE and BEST_EFFORT subscriptions are only registered
 // here; the durable and record-change consumers dispatch them.
@@ -49,7 +49,7 @@ struct EngineOptions {
   int max_combined_emits = 32;
   // Time source for occurred_at, ids and handler deadlines; null: Clock::Real().
   Clock* clock = nullptr;
-  // Polling relay (relay mode "poll", SPEC §6, docs/RELAY.md): when true, every
+  // Polling relay (relay mode "poll", DESIGN §6, docs/RELAY.md): when true, every
   // event also gets an outbox row (status READY) in `outbox_table`, written in
   // the same transaction (format: include/outbox/outbox_row.h). Off for the
   // change-feed relay (the default mode).
@@ -120,7 +120,11 @@ class Engine {
   // NEW_AND_OLD_IMAGES change feed; inbox and dead letters with TTL on `ttl`).
   virtual absl::Status EnsureTables() = 0;
 
-  // Registers a subscription (any lane). Names must be unique.
+  // Registers an INLINE or LOCAL subscription (the lanes emit dispatches).
+  // Names must be unique. DURABLE and BEST_EFFORT are refused with
+  // FailedPrecondition naming the lane and its dispatcher (the DurableWorker,
+  // the RecordChangeConsumer): a subscription is never bound where nothing
+  // runs it (DESIGN §4).
   virtual absl::Status Subscribe(Subscription sub) = 0;
 
   // Emits one event and commits it with `extra_writes` in one transaction.

@@ -1,4 +1,4 @@
-// The event envelope and the request context (SPEC §3).
+// The event envelope and the request context (DESIGN §3).
 #pragma once
 
 #include <cstdint>

@@ -56,7 +56,7 @@ class EventPattern {
 // (hashes are not part of it). See docs/ROUTING.md.
 nlohmann::json EnvelopeToPatternJson(const Envelope& e);
 
-// The change-feed relay's record filter (SPEC §6): keep INSERT records only.
+// The change-feed relay's record filter (DESIGN §6): keep INSERT records only.
 inline constexpr std::string_view kRelayInsertFilter = R"({"eventName":["INSERT"]})";
 
 }  // namespace outbox

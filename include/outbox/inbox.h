@@ -1,6 +1,6 @@
 // The idempotent inbox: one row per (event, subscription), claimed before a
 // handler runs and completed in the same transaction as the handler's writes
-// (SPEC §8). The corrected state machine:
+// (DESIGN §8). The corrected state machine:
 //
 //   ABSENT ─claim→ PENDING(lease) ─complete→ COMPLETED (terminal)
 //                      │ ├─release→ RETRY ─claim→ PENDING …

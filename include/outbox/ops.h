@@ -1,4 +1,4 @@
-// Operating the outbox (SPEC §8–9, docs/OPERATIONS.md): one C++ API that the
+// Operating the outbox (DESIGN §8–9, docs/OPERATIONS.md): one C++ API that the
 // CLI (`outbox status | dead-letters | poison | redrive | replay | inbox`) and
 // the HTTP daemon (/healthz, /readyz, /metrics, /ops/*) both read.
 //

@@ -1,4 +1,4 @@
-// Outbox rows of the polling relay (SPEC §6, docs/RELAY.md "Polling relay").
+// Outbox rows of the polling relay (DESIGN §6, docs/RELAY.md "Polling relay").
 //
 // When EngineOptions::write_outbox_rows is on, Emit writes, in the SAME
 // transaction as the event row, one outbox row per event into the outbox

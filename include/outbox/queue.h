@@ -2,7 +2,7 @@
 // embedded SQLite queue, a real-SQS adapter) implements this interface and
 // passes tests/conformance/queue_*.
 //
-// Semantics follow SQS (docs/QUEUE.md, shared/reference/sqs-fifo-semantics.md):
+// Semantics follow SQS (docs/QUEUE.md):
 //  * FIFO: strict order within a message group; while any message of a group
 //    is in flight nothing else of that group is delivered; a receive may fill
 //    from several groups (one group first, in order, then others); a dedup id

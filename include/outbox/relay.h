@@ -1,4 +1,4 @@
-// The change-feed relay (SPEC §6): reads INSERT records of event rows from the
+// The change-feed relay (DESIGN §6): reads INSERT records of event rows from the
 // events table's change feed and forwards each event's whole new image to the
 // FIFO queue (group id = tenant, dedup id = event id).
 //
@@ -12,7 +12,7 @@
 //     with its key and reason, counted, stored as a relay poison record
 //     (table outbox_relay_state, pk "RELAY_POISON"), and skipped: never a stall.
 //
-// The record-change relay (SPEC §6, RecordChangeRelay below) does the same for
+// The record-change relay (DESIGN §6, RecordChangeRelay below) does the same for
 // configured entity tables: every INSERT/MODIFY/REMOVE record becomes a
 // row.<table>.<EVENT> message in a standard queue; per-table checkpoints
 // commit with the sends (invariant 1); unforwardable records become poison
@@ -147,7 +147,7 @@ class RecordChangeRelay {
 
 // ---- polling relay ----------------------------------------------------------------
 //
-// The alternative relay for stores without a change feed (SPEC §6, relay mode
+// The alternative relay for stores without a change feed (DESIGN §6, relay mode
 // "poll"; docs/RELAY.md "Polling relay"). It works only through the generic
 // Store and Queue ports. The engine must run with
 // EngineOptions::write_outbox_rows (same outbox table, aggregate and shards).

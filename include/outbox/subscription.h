@@ -1,4 +1,4 @@
-// Subscriptions: who runs when an event of a matching type is emitted (SPEC §4–5).
+// Subscriptions: who runs when an event of a matching type is emitted (DESIGN §4–5).
 #pragma once
 
 #include <functional>
@@ -14,7 +14,7 @@
 
 namespace outbox {
 
-// Each lane has exactly one dispatcher (SPEC §4).
+// Each lane has exactly one dispatcher (DESIGN §4).
 enum class Lane {
   kInline,      // inside emit(), before commit; may add writes; error aborts the emit
   kLocal,       // same process, after commit, async; errors logged and counted

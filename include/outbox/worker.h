@@ -1,4 +1,4 @@
-// The durable worker (SPEC §8): receives batches from the FIFO queue and runs
+// The durable worker (DESIGN §8): receives batches from the FIFO queue and runs
 // every matching DURABLE subscription's handler through the idempotent inbox,
 // so each handler's effect commits once per event.
 //
@@ -134,7 +134,7 @@ class DurableWorker {
   std::unique_ptr<Impl> impl_;
 };
 
-// ---- BEST_EFFORT: the record-change consumer (SPEC §4, docs/RELAY.md) -----------
+// ---- BEST_EFFORT: the record-change consumer (DESIGN §4, docs/RELAY.md) -----------
 //
 // Receives row.<table>.<EVENT> messages made by RecordChangeRelay from the
 // standard queue and runs every matching BEST_EFFORT subscription once. No

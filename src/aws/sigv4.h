@@ -4,7 +4,7 @@
 // key chain and the Authorization header value for one HTTP request. It is a
 // pure function of its inputs (the time is a parameter, never the real clock),
 // so tests pin every step against AWS's published suite
-// (tests/unit/aws_sigv4_test.cc reads ../shared/testdata/sigv4/).
+// (tests/unit/aws_sigv4_test.cc reads tests/testdata/sigv4/).
 //
 // Canonicalisation follows the suite (non-S3 services): the URI path is
 // normalised (dot segments removed, duplicate slashes collapsed) and every

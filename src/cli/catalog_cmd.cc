@@ -1,5 +1,5 @@
 // `outbox catalog check|export --config FILE`: the subscription contract
-// (SPEC §5) of an outbox.toml, and the catalog as JSON or Markdown.
+// (DESIGN §5) of an outbox.toml, and the catalog as JSON or Markdown.
 // Exit codes: 0 ok; 1 contract violations (every one is listed); 2 bad flags
 // or a config that cannot be read or parsed.
 #include <iostream>

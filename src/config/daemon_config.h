@@ -1,4 +1,4 @@
-// The daemon's configuration (`outbox serve --config outbox.toml`, SPEC §9).
+// The daemon's configuration (`outbox serve --config outbox.toml`, DESIGN §9).
 //
 // One TOML file holds the daemon's tables ([store], [queue], [relay],
 // [worker], [ops], [records], [catalog]) and the routing contract

@@ -130,6 +130,20 @@ absl::Status EngineImpl::Subscribe(Subscription sub) {
     return absl::InvalidArgumentError(
         fmt::format("subscription {}: handler is required", sub.name));
   }
+  // Each lane has exactly one dispatcher (DESIGN §4). The engine dispatches
+  // INLINE (in the emit transaction) and LOCAL (after the commit); DURABLE
+  // belongs to the DurableWorker and BEST_EFFORT to the RecordChangeConsumer,
+  // each with its own router. Accepting them here would bind a subscription
+  // that never runs.
+  if (sub.lane == Lane::kDurable || sub.lane == Lane::kBestEffort) {
+    const char* lane = sub.lane == Lane::kDurable ? "DURABLE" : "BEST_EFFORT";
+    const char* dispatcher = sub.lane == Lane::kDurable ? "DurableWorker" : "RecordChangeConsumer";
+    return absl::FailedPreconditionError(fmt::format(
+        "subscription {}: lane {} has no dispatcher in the engine (emit runs INLINE and LOCAL "
+        "only); register it with the {}'s router (outbox worker/serve: [[subscriptions]] in "
+        "outbox.toml)",
+        sub.name, lane, dispatcher));
+  }
   std::unique_lock<std::shared_mutex> l(router_mu_);
   return router_.Add(std::move(sub));
 }

@@ -1,4 +1,4 @@
-// Redrive and replay (SPEC §8, docs/OPERATIONS.md).
+// Redrive and replay (DESIGN §8, docs/OPERATIONS.md).
 //
 // Redrive: for each selected DEAD letter, ONE transaction makes its inbox row
 // claimable (RETRY, attempts 0, `redrives` + 1, the old state appended to

@@ -1,5 +1,5 @@
 // The queue message of one event row, shared by the change-feed, stream and
-// polling relays so that all produce byte-identical messages (SPEC §6).
+// polling relays so that all produce byte-identical messages (DESIGN §6).
 #pragma once
 
 #include <cstdint>

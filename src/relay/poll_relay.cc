@@ -1,4 +1,4 @@
-// The polling relay (SPEC §6; invariants in include/outbox/relay.h, design in
+// The polling relay (DESIGN §6; invariants in include/outbox/relay.h, design in
 // docs/RELAY.md "Polling relay"). Works only through the Store and Queue ports.
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-// CheckContract (SPEC §5): report every violation, never only the first.
+// CheckContract (DESIGN §5): report every violation, never only the first.
 #include <algorithm>
 #include <map>
 #include <set>

@@ -1,4 +1,4 @@
-// Event-type globs (SPEC §5): POSIX fnmatch(3) without flags, so `*` also
+// Event-type globs (DESIGN §5): POSIX fnmatch(3) without flags, so `*` also
 // matches `.`; a glob without any of `*?[` is an exact string compare.
 #pragma once
 

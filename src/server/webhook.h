@@ -1,4 +1,4 @@
-// Webhook subscribers of the daemon (SPEC §9, docs/SERVER.md "Webhooks").
+// Webhook subscribers of the daemon (DESIGN §9, docs/SERVER.md "Webhooks").
 //
 // A DURABLE subscription with `webhook = URL` runs WebhookSubscriber::Deliver
 // as its handler: it POSTs the envelope JSON with

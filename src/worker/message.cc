@@ -1,4 +1,4 @@
-// The per-message rules of SPEC §8 (docs/WORKER.md).
+// The per-message rules of DESIGN §8 (docs/WORKER.md).
 #include <algorithm>
 #include <chrono>
 #include <exception>

@@ -1,4 +1,4 @@
-// `outbox serve` as a process (SPEC §9, docs/SERVER.md): the HTTP API with
+// `outbox serve` as a process (DESIGN §9, docs/SERVER.md): the HTTP API with
 // auth, limits and errors; every route of docs/openapi.yaml answers; webhook
 // subscribers receive signed envelopes with idempotency keys, a 503 is
 // retried, a 400 becomes a dead letter; and a server killed with SIGKILL

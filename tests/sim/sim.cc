@@ -573,7 +573,7 @@ std::vector<World::Letter> World::Letters() {
   return out;
 }
 
-// Before a redrive wipes the evidence: a DEAD row must be justified (SPEC §8:
+// Before a redrive wipes the evidence: a DEAD row must be justified (DESIGN §8:
 // only a terminal error, the last attempt or the last receive marks DEAD).
 void World::CheckDeadJustified(const std::vector<Letter>& letters) {
   for (const Letter& l : letters) {

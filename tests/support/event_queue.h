@@ -21,7 +21,7 @@ struct EventMessage {
 };
 
 // Receives and deletes every message of `queue` in order. Each must be an
-// event message (SPEC §6): the event row's image as DynamoDB JSON, group id =
+// event message (DESIGN §6): the event row's image as DynamoDB JSON, group id =
 // its tenant, dedup id = its event id (checked with EXPECTs).
 inline std::vector<EventMessage> DrainEventMessages(Queue& q,
                                                     const std::string& queue = kEventsQueue) {

@@ -1,4 +1,4 @@
-// SigV4 against AWS's published test suite (../shared/testdata/sigv4/, see its
+// SigV4 against AWS's published test suite (tests/testdata/sigv4/, see its
 // PROVENANCE.md): every case's canonical request, string to sign and
 // Authorization value must match exactly.
 #include <gtest/gtest.h>
@@ -26,8 +26,8 @@ std::string Slurp(const fs::path& p) {
 }
 
 fs::path SuiteDir() {
-  const char* shared = std::getenv("OUTBOX_SHARED_DIR");
-  return fs::path(shared ? shared : "../shared") / "testdata" / "sigv4";
+  const char* dir = std::getenv("OUTBOX_TESTDATA_DIR");
+  return fs::path(dir != nullptr && *dir != '\0' ? dir : OUTBOX_TESTDATA_DIR) / "sigv4";
 }
 
 struct ParsedRequest {
@@ -71,7 +71,8 @@ SigningRequest ParseReq(const std::string& text) {
 
 TEST(SigV4Suite, EveryCaseMatchesCanonicalRequestStringToSignAndAuthorization) {
   fs::path dir = SuiteDir();
-  ASSERT_TRUE(fs::exists(dir / "context.json")) << "missing " << dir << " (set OUTBOX_SHARED_DIR)";
+  ASSERT_TRUE(fs::exists(dir / "context.json"))
+      << "missing " << dir << " (tests/testdata/sigv4, or set OUTBOX_TESTDATA_DIR)";
   auto ctx = nlohmann::json::parse(Slurp(dir / "context.json"));
   absl::Time t;
   std::string err;

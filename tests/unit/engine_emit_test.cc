@@ -216,13 +216,20 @@ TEST_P(EmitTest, LocalRunsAfterCommitAndItsErrorIsCounted) {
                                              return absl::UnavailableError("mail server down");
                                            }})
                   .ok());
-  ASSERT_TRUE(engine_
-                  ->Subscribe(Subscription{"durable", "order.*", Lane::kDurable,
-                                           [](HandlerContext&, const Envelope&) -> absl::Status {
-                                             ADD_FAILURE() << "DURABLE must not run in emit";
-                                             return absl::OkStatus();
-                                           }})
-                  .ok());
+  // A lane the engine does not dispatch is refused, never bound in silence.
+  for (Lane lane : {Lane::kDurable, Lane::kBestEffort}) {
+    absl::Status refused = engine_->Subscribe(
+        Subscription{"elsewhere", "order.*", lane, [](HandlerContext&, const Envelope&) {
+                       ADD_FAILURE() << "must not run in emit";
+                       return absl::OkStatus();
+                     }});
+    EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(
+        std::string(refused.message()),
+        ::testing::HasSubstr(lane == Lane::kDurable ? "lane DURABLE has no dispatcher"
+                                                    : "lane BEST_EFFORT has no dispatcher"));
+    EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("subscription elsewhere"));
+  }
   ASSERT_TRUE(engine_->Emit(Ctx(), "order.created", Value::M({})).ok());
   ASSERT_TRUE(engine_->Emit(Ctx(), "order.paid", Value::M({})).ok());
   engine_->WaitForLocalHandlers();

@@ -1,4 +1,4 @@
-// The corrected inbox state machine (SPEC §8), on a real embedded store.
+// The corrected inbox state machine (DESIGN §8), on a real embedded store.
 #include "outbox/inbox.h"
 
 #include <gtest/gtest.h>

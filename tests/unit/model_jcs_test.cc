@@ -17,8 +17,8 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string JcsDir() {
-  const char* shared = std::getenv("OUTBOX_SHARED_DIR");
-  return std::string(shared != nullptr ? shared : OUTBOX_SOURCE_DIR "/../shared") + "/testdata/jcs";
+  const char* dir = std::getenv("OUTBOX_TESTDATA_DIR");
+  return std::string(dir != nullptr && *dir != '\0' ? dir : OUTBOX_TESTDATA_DIR) + "/jcs";
 }
 
 // Reads a file as raw bytes; fails the test (not skips) when it is missing.

@@ -1,4 +1,4 @@
-// Replay (SPEC §8): re-enqueue a tenant's seq range for chosen subscriptions.
+// Replay (DESIGN §8): re-enqueue a tenant's seq range for chosen subscriptions.
 // A new subscription backfills (completed rows of other subscriptions skip);
 // completed rows of the chosen subscription skip unless --force resets them.
 #include <gtest/gtest.h>

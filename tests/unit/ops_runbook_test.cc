@@ -1,4 +1,4 @@
-// The redrive runbook (SPEC §10 "redrive runbook"): a handler dead-letters
+// The redrive runbook (DESIGN §10 "redrive runbook"): a handler dead-letters
 // events because of a bug; the bug is fixed (the handler swapped); redrive
 // runs every dead (event, subscription) exactly once, and subscriptions that
 // had already completed for the same events do not run again. Real worker,

@@ -1,4 +1,4 @@
-// CheckContract: one test per rule of SPEC §5, plus the CONTACTADDR incident.
+// CheckContract: one test per rule of DESIGN §5, plus the CONTACTADDR incident.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "outbox/catalog.h"

@@ -1,4 +1,4 @@
-// EventPattern against the shared vectors (/work/shared/testdata/event-patterns,
+// EventPattern against the copied vectors (tests/testdata/event-patterns,
 // see its PROVENANCE.md) plus hand-written cases.
 #include <chrono>
 #include <cstdlib>
@@ -24,12 +24,12 @@ const std::map<std::string, std::string> kNotSupported = {
      "wildcard without consecutive stars (matching is linear, no blow-up)"},
 };
 
-std::string SharedDir() {
-  if (const char* d = std::getenv("OUTBOX_SHARED_DIR"); d != nullptr && *d != '\0') return d;
-  return std::string(OUTBOX_SOURCE_DIR) + "/../shared";
+std::string TestdataDir() {
+  if (const char* d = std::getenv("OUTBOX_TESTDATA_DIR"); d != nullptr && *d != '\0') return d;
+  return OUTBOX_TESTDATA_DIR;
 }
 
-std::string PatternDir() { return SharedDir() + "/testdata/event-patterns"; }
+std::string PatternDir() { return TestdataDir() + "/event-patterns"; }
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,4 +1,4 @@
-// The tests that prove "once" (SPEC §10) for the durable worker, on every
+// The tests that prove "once" (DESIGN §10) for the durable worker, on every
 // store backend: the real embedded store, and DynamoDB Local (started by this
 // binary, support/dynamodb_local.h) — the queue is the embedded FIFO queue in
 // both cases. Handlers write their effect through AddWrite

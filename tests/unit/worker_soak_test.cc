@@ -1,4 +1,4 @@
-// Crash soak (SPEC §8, §10 "crash"): 10,000 events over 16 tenants, emitted
+// Crash soak (DESIGN §8, §10 "crash"): 10,000 events over 16 tenants, emitted
 // with EmitBatch, forwarded into the FIFO queue (see below), then
 // consumed by worker PROCESSES (this binary re-executed) that are SIGKILLed at
 // random moments (seeded) and restarted, at least 20 times; a final worker in
