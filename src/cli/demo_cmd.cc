@@ -59,6 +59,11 @@ namespace {
 
 using nlohmann::json;
 
+// examples/petshop/outbox.toml, embedded at build time (CMake generates the
+// header from the file), so the demo runs from any folder.
+#include "cli/petshop_config.inc"
+constexpr const char* kPetshopConfigSource = "<built-in examples/petshop/outbox.toml>";
+
 // The demo's own FIFO queue: short visibility so that the killed worker's
 // messages come back in seconds (outbox serve keeps outbox-events.fifo).
 constexpr const char* kDemoQueue = "petshop-demo.fifo";
@@ -72,7 +77,7 @@ const char* const kBounced = "bounced@example.invalid";
 
 struct DemoFlags {
   std::string db = "./outbox-data/petshop.db";
-  std::string config = "examples/petshop/outbox.toml";
+  std::string config;  // empty: the built-in copy of examples/petshop/outbox.toml
   int households = 6;
   int orders = 10;
   bool chaos = false;
@@ -279,7 +284,8 @@ struct Work {
 };
 
 int RunDemo(const DemoFlags& f) {
-  auto cfg = config::LoadDaemonConfig(f.config);
+  auto cfg = f.config.empty() ? config::ParseDaemonConfig(kPetshopConfig, kPetshopConfigSource)
+                              : config::LoadDaemonConfig(f.config);
   if (!cfg.ok()) {
     std::cerr << "outbox demo petshop: " << cfg.status().message() << "\n";
     return kExitUsage;
@@ -364,9 +370,15 @@ int RunDemo(const DemoFlags& f) {
         dup2(devnull, 1);
         dup2(devnull, 2);
       }
-      execl("/proc/self/exe", "outbox", "demo", "petshop", "--db", f.db.c_str(), "--config",
-            f.config.c_str(), "--child-worker-fd", fd_arg.c_str(), "--child-hang-after",
-            hang_arg.c_str(), static_cast<char*>(nullptr));
+      if (f.config.empty()) {  // the child uses the built-in config too
+        execl("/proc/self/exe", "outbox", "demo", "petshop", "--db", f.db.c_str(),
+              "--child-worker-fd", fd_arg.c_str(), "--child-hang-after", hang_arg.c_str(),
+              static_cast<char*>(nullptr));
+      } else {
+        execl("/proc/self/exe", "outbox", "demo", "petshop", "--db", f.db.c_str(), "--config",
+              f.config.c_str(), "--child-worker-fd", fd_arg.c_str(), "--child-hang-after",
+              hang_arg.c_str(), static_cast<char*>(nullptr));
+      }
       _exit(127);
     }
     close(fds[1]);
@@ -763,8 +775,9 @@ void AddDemo(CLI::App& app) {
       "The petshop scenario in process: fan-out, chaos (--chaos), redrive, report; exit 0 = PASS");
   pet->add_option("--db", f->db, "SQLite file (created; events are appended)")
       ->capture_default_str();
-  pet->add_option("--config", f->config, "outbox.toml with the catalog and subscriptions")
-      ->capture_default_str();
+  pet->add_option("--config", f->config,
+                  "outbox.toml with the catalog and subscriptions (default: the built-in copy "
+                  "of examples/petshop/outbox.toml)");
   pet->add_option("--households", f->households, "Tenants")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();

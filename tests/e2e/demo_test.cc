@@ -3,6 +3,7 @@
 // runs twice (duplicates), never commits (lost), the redrive leaves dead work,
 // a chain breaks, or the chaos (SIGKILLed worker process, terminal failure,
 // duplicate deliveries) did not actually happen.
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -115,6 +116,28 @@ TEST(DemoPetshop, SecondRunOnTheSameDataReportsOnlyItsOwnEvents) {
   EXPECT_EQ(rb["chaos_injected"]["worker_process_killed"], false);
   for (const auto& t : rb["tenants"])
     EXPECT_EQ(t["events"], 12) << t.dump();  // the chain spans both runs
+}
+
+TEST(DemoPetshop, RunsFromAnEmptyFolderWithItsBuiltInConfig) {
+  // A newcomer in an empty directory: no --config, no --db. The built-in copy
+  // of examples/petshop/outbox.toml is used and the data goes to
+  // ./outbox-data/petshop.db (docs/DEMO.md), with --chaos so the killed child
+  // worker (which re-executes the binary) is covered too.
+  TempDir dir;
+  std::string out;
+  const int rc = RunCmd("cd " + dir.path() + " && " + Bin() +
+                            " demo petshop --chaos -o json --households 2 --orders 3 2>stderr.log",
+                        &out);
+  json r;
+  ASSERT_NO_THROW(r = json::parse(out)) << out;
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(r["pass"], true);
+  EXPECT_EQ(r["events"], 12);
+  EXPECT_EQ(r["duplicates"], 0);
+  EXPECT_EQ(r["lost"], 0);
+  EXPECT_EQ(r["chaos_injected"]["worker_process_killed"], true);
+  struct stat st;
+  EXPECT_EQ(stat(dir.file("outbox-data/petshop.db").c_str(), &st), 0);
 }
 
 TEST(DemoPetshop, BadFlagsAreUsageErrors) {
