@@ -1,33 +1,38 @@
-// The README example, compiled so it cannot rot: one order row and its event
-// commit in one transaction, then the relay forwards the event to the FIFO queue.
+// The README example, compiled against the public headers only (it links
+// outbox::outbox, never src/): one order row and its event commit in one
+// transaction, the relay forwards the event, and a DURABLE subscription runs
+// once through the inbox.
+#include <ctime>
 #include <iostream>
 
-#include "outbox/engine.h"
-#include "outbox/relay.h"
-#include "queue/sqlite/sqlite_queue.h"
-#include "store/sqlite/sqlite_store.h"
+#include "outbox/embedded.h"
 
 int main(int argc, char** argv) {
   std::string path = argc > 1 ? argv[1] : "outbox-data/quickstart.db";
-  auto db = *outbox::sqlite::Database::Open({.path = path});           // WAL, synchronous=FULL
-  auto store = *outbox::SqliteStore::Open(db, outbox::Clock::Real());  // DynamoDB semantics
-  auto engine = *outbox::Engine::Open(store.get(), {});
-  if (auto s = engine->EnsureTables(); !s.ok()) return std::cerr << s << "\n", 1;
-  outbox::TableSpec orders{.name = "orders", .hash_key = {"pk", outbox::Type::S}};
-  (void)store->CreateTable(orders);  // already there on a second run
+  auto stack = outbox::Embedded::Open({.path = path});  // SQLite file, WAL, synchronous=FULL
+  if (!stack.ok()) return std::cerr << stack.status() << "\n", 1;
+  outbox::Embedded& s = **stack;
+  (void)s.store()->CreateTable({.name = "orders", .hash_key = {"pk", outbox::Type::S}});
+  auto ship = [](outbox::HandlerContext& ctx, const outbox::Envelope& e) {
+    std::cout << "ship: " << e.type << " seq " << e.seq << " key " << ctx.idempotency_key() << "\n";
+    return absl::OkStatus();
+  };
+  if (auto st = s.Subscribe(
+          {.name = "ship", .glob = "com.order_*", .lane = outbox::Lane::kDurable, .handler = ship});
+      !st.ok())
+    return std::cerr << st << "\n", 1;
   outbox::RequestContext ctx{.tenant = "household-42", .actor = "checkout"};
   auto order = outbox::TransactWriteItem::Put(
       "orders", {{"pk", outbox::Value::S("order#" + std::to_string(time(nullptr)))}});
-  auto ev =
-      engine->Emit(ctx, "com.order_placed", outbox::Value::M({}), {order});  // one transaction
+  auto ev = s.engine()->Emit(ctx, "com.order_placed", outbox::Value::M({}), {order});  // one txn
   if (!ev.ok()) return std::cerr << ev.status() << "\n", 1;
   std::cout << "committed " << ev->type << " seq " << ev->seq << " id " << ev->id << "\n";
 
-  auto queue = *outbox::SqliteQueue::Open(db, outbox::Clock::Real());
-  auto relay = *outbox::ChangeFeedRelay::Open(store.get(), queue.get(), outbox::Clock::Real());
-  if (auto s = relay->Drain(); !s.ok()) return std::cerr << s << "\n", 1;
-  auto attrs = *queue->GetAttributes("outbox-events.fifo");
-  std::cout << "relay forwarded " << relay->metrics().forwarded << " event(s); queue depth "
-            << attrs.visible << "\n";
+  auto relay = *s.NewRelay();    // change feed -> FIFO queue (group = tenant, dedup = event id)
+  auto worker = *s.NewWorker();  // FIFO queue -> inbox -> handler, effect once
+  if (auto st = relay->Drain(); !st.ok()) return std::cerr << st << "\n", 1;
+  if (auto st = worker->RunOnce(); !st.ok()) return std::cerr << st << "\n", 1;
+  std::cout << "relay forwarded " << relay->metrics().forwarded << ", worker completed "
+            << worker->metrics().handler_ok << "\n";
   return 0;
 }

@@ -238,4 +238,20 @@ class Queue {
                                                                 const MoveOptions& options) = 0;
 };
 
+// The FIFO event queue between the relay and the workers, and its dead-letter
+// queue, as every outbox process expects them: created when absent — the DLQ
+// `<name without .fifo>-dlq.fifo` first, then the queue with a redrive policy
+// into it — so whichever process starts first (relay, worker, serve, a
+// program of your own) makes the same pair. An existing queue is kept as it
+// is; it must be FIFO (FailedPrecondition otherwise, naming the queue).
+struct EventQueueOptions {
+  absl::Duration visibility_timeout = absl::Seconds(30);
+  int max_receive_count = 5;  // redrive into the DLQ after this many receives
+  std::string dlq;            // empty: <name without .fifo>-dlq.fifo
+};
+[[nodiscard]] absl::StatusOr<QueueAttributes> EnsureEventQueue(
+    Queue* queue, const std::string& name, const EventQueueOptions& options = {});
+// The DLQ name EnsureEventQueue uses for `name` when options.dlq is empty.
+std::string DefaultDeadLetterQueue(const std::string& name);
+
 }  // namespace outbox

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/registry.h"
+#include "outbox/version.h"
 #include "util/logging.h"
 
 int main(int argc, char** argv) {
@@ -11,7 +12,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "outbox — transactional outbox, relay and idempotent inbox on an embedded "
       "DynamoDB-compatible store (SQLite) or DynamoDB"};
-  app.set_version_flag("--version", std::string("outbox ") + OUTBOX_VERSION);
+  app.set_version_flag("--version", std::string("outbox ") + OUTBOX_VERSION_STRING);
   app.require_subcommand(1);
   outbox::cli::AddRegisteredCommands(app);
   try {

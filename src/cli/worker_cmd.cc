@@ -65,17 +65,7 @@ int Fail(int code, const std::string& what, const absl::Status& s) {
 
 // The event queue (and its DLQ) when absent: visibility 30 s, redrive after 5 receives.
 absl::Status EnsureQueue(Queue& q, const std::string& name) {
-  if (q.GetAttributes(name).ok()) return absl::OkStatus();
-  std::string base = name.size() > 5 ? name.substr(0, name.size() - 5) : name;
-  std::string dlq = base + "-dlq.fifo";
-  QueueOptions d;
-  d.fifo = true;
-  if (auto s = q.CreateQueue(dlq, d); !s.ok() && s.code() != absl::StatusCode::kAlreadyExists)
-    return s;
-  QueueOptions o;
-  o.fifo = true;
-  o.redrive = RedrivePolicy{dlq, 5};
-  return q.CreateQueue(name, o);
+  return EnsureEventQueue(&q, name).status();
 }
 
 // --handler SUB=KIND: a built-in handler for a subscription (operators' drills

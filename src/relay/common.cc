@@ -11,6 +11,15 @@ namespace outbox::relay_internal {
 
 absl::StatusOr<QueueAttributes> EnsureQueue(Queue* queue, const std::string& name, bool fifo,
                                             std::string_view field) {
+  // The FIFO event queue gets its DLQ and redrive policy, as the worker
+  // expects, whichever process creates it first.
+  if (fifo) {
+    auto a = EnsureEventQueue(queue, name);
+    if (!a.ok() && a.status().code() == absl::StatusCode::kFailedPrecondition) {
+      return absl::InvalidArgumentError(fmt::format("{}: must be a FIFO queue", field));
+    }
+    return a;
+  }
   auto attrs = queue->GetAttributes(name);
   if (!attrs.ok()) {
     QueueOptions qo;

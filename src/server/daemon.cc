@@ -115,23 +115,10 @@ absl::Status Daemon::Impl::OpenAll() {
   if (auto st = engine->EnsureTables(); !st.ok()) return st;
 
   // The FIFO event queue and its DLQ.
-  if (!queue->GetAttributes(cfg.queue).ok()) {
-    std::string dlq = cfg.queue.substr(0, cfg.queue.size() - 5) + "-dlq.fifo";
-    QueueOptions dq;
-    dq.fifo = true;
-    if (auto st = queue->CreateQueue(dlq, dq);
-        !st.ok() && st.code() != absl::StatusCode::kAlreadyExists) {
-      return Prefixed(st, "queue " + dlq);
-    }
-    QueueOptions qo;
-    qo.fifo = true;
-    qo.visibility_timeout = cfg.visibility_timeout;
-    qo.redrive = RedrivePolicy{dlq, cfg.max_receive_count};
-    if (auto st = queue->CreateQueue(cfg.queue, qo);
-        !st.ok() && st.code() != absl::StatusCode::kAlreadyExists) {
-      return Prefixed(st, "queue " + cfg.queue);
-    }
-  }
+  EventQueueOptions qo;
+  qo.visibility_timeout = cfg.visibility_timeout;
+  qo.max_receive_count = cfg.max_receive_count;
+  if (auto a = EnsureEventQueue(queue.get(), cfg.queue, qo); !a.ok()) return a.status();
 
   // Entity tables of the record-change relay: created with a change feed when absent.
   if (!cfg.record_tables.empty()) {

@@ -7,6 +7,7 @@
 
 #include "fmt/format.h"
 #include "outbox/envelope_codec.h"
+#include "outbox/version.h"
 #include "spdlog/spdlog.h"
 #include "util/absl_compat.h"
 #include "util/sha256.h"
@@ -262,7 +263,7 @@ absl::Status WebhookSubscriber::Post(const std::string& body,
   curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
   curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "outbox/" OUTBOX_VERSION);
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "outbox/" OUTBOX_VERSION_STRING);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
                    static_cast<long>(std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout))));

@@ -2,6 +2,10 @@
 
 #include <utility>
 
+// Test builds only (OUTBOX_CRASH_POINTS): a release library has no hook, no
+// mutation switch and no symbol of either (tests/package/run checks).
+#ifdef OUTBOX_CRASH_POINTS
+
 namespace outbox::crash {
 namespace {
 Hook& TheHook() {
@@ -44,3 +48,5 @@ bool ParseMutation(std::string_view s, Mutation* out) {
 }
 
 }  // namespace outbox::testing
+
+#endif  // OUTBOX_CRASH_POINTS

@@ -1,0 +1,7 @@
+#include "outbox/version.h"
+
+namespace outbox {
+
+const char* Version() { return OUTBOX_VERSION_STRING; }
+
+}  // namespace outbox
