@@ -23,12 +23,15 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "outbox/clock.h"
+#include "outbox/envelope.h"
 #include "outbox/inbox.h"
 #include "outbox/metrics.h"
 #include "outbox/queue.h"
@@ -40,7 +43,24 @@ namespace routing {
 class Router;
 }
 
+// What happened to one (event, subscription) run, told to
+// WorkerOptions::on_outcome after its outcome was committed.
+struct WorkerOutcome {
+  enum class Kind { kCompleted, kRetry, kDead };
+  const Envelope* event = nullptr;  // valid during the call only
+  std::string_view subscription;
+  Kind kind = Kind::kCompleted;
+  int attempt = 0;
+  absl::Time committed_at;  // the worker's clock right after the commit
+};
+
 struct WorkerOptions {
+  // Called on the worker's thread after each run's outcome committed:
+  // completed (the effect is in the store), released for a retry, or DEAD.
+  // Several groups run on several threads: it must be thread-safe and quick.
+  // For applications and benchmarks that measure propagation
+  // (committed_at - event->occurred_at_ms) without wrapping the store.
+  std::function<void(const WorkerOutcome&)> on_outcome;
   // The FIFO queue the relay feeds.
   std::string queue = "outbox-events.fifo";
   // Threads that process the groups of one batch (1..64).

@@ -178,6 +178,18 @@ bool DurableWorker::Impl::CoverLease(Held& h, absl::Duration lease, const Envelo
   return false;
 }
 
+void DurableWorker::Impl::Tell(const Envelope& e, const Subscription& sub, WorkerOutcome::Kind k,
+                               int attempt) {
+  if (!options.on_outcome) return;
+  WorkerOutcome o;
+  o.event = &e;
+  o.subscription = sub.name;
+  o.kind = k;
+  o.attempt = attempt;
+  o.committed_at = clock->Now();
+  options.on_outcome(o);
+}
+
 void DurableWorker::Impl::CheckFirstRunOrder(const Envelope& e, const Subscription& sub) {
   int64_t highest = 0;
   {
@@ -259,6 +271,7 @@ bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item
   absl::Status done =
       inbox->Complete(key, claim->token, std::move(run.writes), claim->dead_letter_open);
   if (done.ok()) {
+    Tell(e, sub, WorkerOutcome::Kind::kCompleted, claim->attempt);
     metrics.handler_ok++;
     metrics.deliveries.Add({sub.name, "completed"});
     metrics.propagation_latency.Observe(
@@ -298,6 +311,7 @@ bool DurableWorker::Impl::Fail(const ReceivedMessage& m, const Envelope& e, cons
                     e.tenant, e.id, sub.name, claim.attempt, std::string(s.message()));
       return false;
     }
+    Tell(e, sub, WorkerOutcome::Kind::kDead, claim.attempt);
     metrics.handler_dead++;
     metrics.deliveries.Add({sub.name, "dead"});
     spdlog::error(
@@ -316,6 +330,7 @@ bool DurableWorker::Impl::Fail(const ReceivedMessage& m, const Envelope& e, cons
                  e.tenant, e.id, sub.name, claim.attempt, std::string(s.message()));
     return false;
   }
+  Tell(e, sub, WorkerOutcome::Kind::kRetry, claim.attempt);
   metrics.handler_retry++;
   metrics.deliveries.Add({sub.name, "retry"});
   *retried = true;

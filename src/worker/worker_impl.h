@@ -55,6 +55,8 @@ struct DurableWorker::Impl {
   // worker may hold the group now).
   bool CoverLease(Held& h, absl::Duration lease, const Envelope& e, const Subscription& sub);
   void CheckFirstRunOrder(const Envelope& e, const Subscription& sub);
+  // options.on_outcome, when set.
+  void Tell(const Envelope& e, const Subscription& sub, WorkerOutcome::Kind k, int attempt);
   bool Fail(const ReceivedMessage& m, const Envelope& e, const Item& item, const Subscription& sub,
             const InboxKey& key, const Claim& claim, const absl::Status& error, bool* retried);
   Fate Delete(const ReceivedMessage& m);

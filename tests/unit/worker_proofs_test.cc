@@ -16,6 +16,7 @@
 #include <mutex>
 #include <thread>
 
+#include "fmt/format.h"
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
 #include "outbox/worker.h"
@@ -300,6 +301,32 @@ TEST_P(WorkerProofs, FlakyHandlerRunsAgainOnTheNextReceiveAndCommitsOnce) {
   EXPECT_EQ(QueueDepth(), 0);
   EXPECT_EQ(w->metrics().handler_ok.load(), 1);
   EXPECT_EQ(w->metrics().deleted.load(), 1);
+}
+
+TEST_P(WorkerProofs, OutcomeObserverSeesEachCommittedOutcome) {
+  Subscribe("notify", "order.*", [](HandlerContext& ctx, const Envelope&) {
+    return ctx.attempt() == 1 ? absl::UnavailableError("downstream flaked") : absl::OkStatus();
+  });
+  std::mutex mu;
+  std::vector<std::string> seen;
+  WorkerOptions o;
+  o.owner = "observed";
+  o.wait = absl::ZeroDuration();
+  o.on_outcome = [&](const WorkerOutcome& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(fmt::format("{}:{}:{}:{}:{}", r.event->seq, r.subscription,
+                               static_cast<int>(r.kind), r.attempt,
+                               absl::ToUnixMillis(r.committed_at) == clock_.NowMillis()));
+  };
+  DurableWorker w(env_.store.get(), env_.queue.get(), env_.inbox.get(), &router_, &clock_, o);
+  Envelope e = Event("t1", 1);
+  Send(e);
+  Run(w);
+  Expire();
+  Run(w);
+  EXPECT_EQ(Runs(e, "notify"), 1);
+  // retry on attempt 1, then completed on attempt 2, each at the commit's clock time
+  EXPECT_EQ(seen, (std::vector<std::string>{"1:notify:1:1:true", "1:notify:0:2:true"}));
 }
 
 TEST_P(WorkerProofs, BackoffWithVisibilityRetriesSoonerThanTheVisibilityTimeout) {
