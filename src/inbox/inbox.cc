@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "model/item_attrs.h"
 #include "util/crash_point.h"
 
 namespace outbox {
@@ -13,16 +14,8 @@ constexpr std::string_view kStatusNames[] = {"PENDING", "COMPLETED", "RETRY", "D
 Value S(std::string s) { return Value::S(std::move(s)); }
 Value N(int64_t n) { return Value::N(n); }
 
-int64_t ToInt(const Item& item, const std::string& name) {
-  int64_t v = 0;
-  auto it = item.find(name);
-  if (it != item.end() && it->second.is(Type::N)) (void)it->second.n().ToInt64(&v);
-  return v;
-}
-std::string ToStr(const Item& item, const std::string& name) {
-  auto it = item.find(name);
-  return it != item.end() && it->second.is(Type::S) ? it->second.s() : std::string();
-}
+constexpr auto ToInt = item_attrs::Int;
+constexpr auto ToStr = item_attrs::Str;
 
 InboxRow RowFromItem(const Item& item) {
   InboxRow r;
@@ -36,8 +29,7 @@ InboxRow RowFromItem(const Item& item) {
   r.last_error = ToStr(item, "last_error");
   r.lease_expires_at = absl::FromUnixMillis(ToInt(item, "lease_expires_at"));
   r.updated_at = absl::FromUnixMillis(ToInt(item, "updated_at"));
-  auto open = item.find("dead_letter_open");
-  r.dead_letter_open = open != item.end() && open->second.is(Type::BOOL) && open->second.boolean();
+  r.dead_letter_open = item_attrs::Bool(item, "dead_letter_open");
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "fmt/format.h"
+#include "model/item_attrs.h"
 #include "ops/ops_impl.h"
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
@@ -15,25 +16,6 @@
 #include "outbox/subscription.h"
 
 namespace outbox::ops {
-
-// ---- item helpers ------------------------------------------------------------------
-
-int64_t IntAttr(const Item& item, const std::string& name) {
-  int64_t v = 0;
-  auto it = item.find(name);
-  if (it != item.end() && it->second.is(Type::N)) (void)it->second.n().ToInt64(&v);
-  return v;
-}
-
-std::string StrAttr(const Item& item, const std::string& name) {
-  auto it = item.find(name);
-  return it != item.end() && it->second.is(Type::S) ? it->second.s() : std::string();
-}
-
-bool BoolAttr(const Item& item, const std::string& name) {
-  auto it = item.find(name);
-  return it != item.end() && it->second.is(Type::BOOL) && it->second.boolean();
-}
 
 std::string TimeText(absl::Time t) {
   if (t == absl::InfinitePast() || t == absl::UnixEpoch()) return "";

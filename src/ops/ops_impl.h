@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/item_attrs.h"
 #include "outbox/ops.h"
 #include "routing/router.h"
 
@@ -47,9 +48,9 @@ struct Ops::Impl {
 };
 
 // Helpers over items.
-int64_t IntAttr(const Item& item, const std::string& name);
-std::string StrAttr(const Item& item, const std::string& name);
-bool BoolAttr(const Item& item, const std::string& name);
+inline constexpr auto IntAttr = item_attrs::Int;  // model/item_attrs.h
+inline constexpr auto StrAttr = item_attrs::Str;
+inline constexpr auto BoolAttr = item_attrs::Bool;
 std::string TimeText(absl::Time t);
 DeadLetterRecord DeadLetterFromItem(const Item& item);
 bool Matches(const DeadLetterFilter& f, const DeadLetterRecord& d);

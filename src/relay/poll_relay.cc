@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "fmt/format.h"
+#include "model/item_attrs.h"
 #include "outbox/envelope_codec.h"
 #include "outbox/errors.h"
 #include "outbox/outbox_row.h"
@@ -32,17 +33,8 @@ struct Row {
   int64_t shard = 0;
 };
 
-int64_t NumAttr(const Item& it, const char* name) {
-  int64_t v = 0;
-  auto f = it.find(name);
-  if (f != it.end() && f->second.is(Type::N)) (void)f->second.n().ToInt64(&v);
-  return v;
-}
-
-std::string StrAttr(const Item& it, const char* name) {
-  auto f = it.find(name);
-  return f != it.end() && f->second.is(Type::S) ? f->second.s() : std::string();
-}
+constexpr auto NumAttr = item_attrs::Int;
+constexpr auto StrAttr = item_attrs::Str;
 
 Row ParseRow(const Item& it) {
   Row r;
