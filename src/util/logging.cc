@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <mutex>
 
 #include "nlohmann/json.hpp"
+#include "outbox/logging.h"
+#include "spdlog/sinks/base_sink.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -165,3 +168,55 @@ std::string FieldsJson(std::string_view message) {
 }
 
 }  // namespace outbox::logging
+
+namespace outbox {
+namespace {
+
+// Hands each formatted payload to the application's sink.
+class CallbackSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit CallbackSink(LogSink sink) : sink_(std::move(sink)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    LogLevel level = msg.level <= spdlog::level::debug  ? LogLevel::kDebug
+                     : msg.level == spdlog::level::info ? LogLevel::kInfo
+                     : msg.level == spdlog::level::warn ? LogLevel::kWarn
+                                                        : LogLevel::kError;
+    sink_(level, std::string_view(msg.payload.data(), msg.payload.size()));
+  }
+  void flush_() override {}
+
+ private:
+  LogSink sink_;
+};
+
+spdlog::level::level_enum ToSpdlog(LogLevel l) {
+  switch (l) {
+    case LogLevel::kDebug:
+      return spdlog::level::debug;
+    case LogLevel::kInfo:
+      return spdlog::level::info;
+    case LogLevel::kWarn:
+      return spdlog::level::warn;
+    case LogLevel::kError:
+      break;
+  }
+  return spdlog::level::err;
+}
+
+}  // namespace
+
+void SetLogSink(LogSink sink, LogLevel min_level) {
+  if (!sink) {
+    logging::Configure(logging::Format::kHuman);
+    return;
+  }
+  auto logger =
+      std::make_shared<spdlog::logger>("outbox", std::make_shared<CallbackSink>(std::move(sink)));
+  logger->set_level(ToSpdlog(min_level));
+  spdlog::set_level(ToSpdlog(min_level));
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace outbox

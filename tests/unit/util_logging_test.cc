@@ -1,8 +1,15 @@
 // Structured logs: the JSON-lines formatter lifts the worker's and relay's
 // key=value / word-pair fields into JSON fields.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <mutex>
+#include <vector>
 
 #include "nlohmann/json.hpp"
+#include "outbox/embedded.h"
+#include "outbox/errors.h"
+#include "outbox/logging.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
 #include "util/logging.h"
@@ -72,3 +79,60 @@ TEST(Logging, FormatChoice) {
 
 }  // namespace
 }  // namespace outbox::logging
+
+namespace outbox {
+namespace {
+
+// The application's own sink (include/outbox/logging.h) receives the
+// library's lines with their level and fields, here from a real worker.
+TEST(LogSink, ApplicationSinkReceivesTheLibrarysLines) {
+  std::mutex mu;
+  std::vector<std::pair<LogLevel, std::string>> lines;
+  SetLogSink(
+      [&](LogLevel level, std::string_view text) {
+        std::lock_guard<std::mutex> lock(mu);
+        lines.emplace_back(level, std::string(text));
+      },
+      LogLevel::kInfo);
+  char tmpl[] = "/tmp/outbox-logsink-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  {
+    auto stack = Embedded::Open({.path = std::string(tmpl) + "/a.db"});
+    ASSERT_TRUE(stack.ok()) << stack.status();
+    ASSERT_TRUE((*stack)
+                    ->Subscribe({.name = "ship",
+                                 .glob = "order.*",
+                                 .lane = Lane::kDurable,
+                                 .handler =
+                                     [](HandlerContext&, const Envelope&) {
+                                       return TerminalError("no such address");
+                                     }})
+                    .ok());
+    auto ev =
+        (*stack)->engine()->Emit({.tenant = "t1", .actor = "test"}, "order.paid", Value::M({}));
+    ASSERT_TRUE(ev.ok()) << ev.status();
+    auto relay = *(*stack)->NewRelay();
+    WorkerOptions wo;
+    wo.wait = absl::ZeroDuration();
+    auto worker = *(*stack)->NewWorker(wo);
+    ASSERT_TRUE(relay->Drain().ok());
+    ASSERT_TRUE(worker->RunOnce().ok());
+  }
+  SetLogSink(nullptr);  // back to stderr
+  std::lock_guard<std::mutex> lock(mu);
+  bool dead = false, started = false;
+  for (const auto& [level, text] : lines) {
+    if (level == LogLevel::kError && text.find("worker: DEAD (terminal) tenant=t1") == 0 &&
+        text.find("subscription=ship") != std::string::npos)
+      dead = true;
+    if (level == LogLevel::kInfo && text.find("worker: ") == 0 &&
+        text.find("on queue outbox-events.fifo") != std::string::npos)
+      started = true;
+    EXPECT_NE(level, LogLevel::kDebug) << text;  // below the chosen minimum
+  }
+  EXPECT_TRUE(dead) << "no DEAD line among " << lines.size();
+  EXPECT_TRUE(started);
+}
+
+}  // namespace
+}  // namespace outbox
