@@ -370,15 +370,16 @@ int RunDemo(const DemoFlags& f) {
         dup2(devnull, 1);
         dup2(devnull, 2);
       }
-      if (f.config.empty()) {  // the child uses the built-in config too
-        execl("/proc/self/exe", "outbox", "demo", "petshop", "--db", f.db.c_str(),
-              "--child-worker-fd", fd_arg.c_str(), "--child-hang-after", hang_arg.c_str(),
-              static_cast<char*>(nullptr));
-      } else {
-        execl("/proc/self/exe", "outbox", "demo", "petshop", "--db", f.db.c_str(), "--config",
-              f.config.c_str(), "--child-worker-fd", fd_arg.c_str(), "--child-hang-after",
-              hang_arg.c_str(), static_cast<char*>(nullptr));
+      std::vector<const char*> argv = {"outbox", "demo", "petshop", "--db", f.db.c_str()};
+      if (!f.config.empty()) {  // else the child uses the built-in config too
+        argv.push_back("--config");
+        argv.push_back(f.config.c_str());
       }
+      for (const char* a : {"--child-worker-fd", fd_arg.c_str(), "--child-hang-after",
+                            hang_arg.c_str(), static_cast<const char*>(nullptr)}) {
+        argv.push_back(a);
+      }
+      execv("/proc/self/exe", const_cast<char* const*>(argv.data()));
       _exit(127);
     }
     close(fds[1]);
