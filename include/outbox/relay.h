@@ -64,33 +64,80 @@ struct RelayPoisonRecord {
   int64_t at_ms = 0;
 };
 
-class ChangeFeedRelay {
+// The lifecycle every relay shares (ChangeFeedRelay, RecordChangeRelay,
+// PollRelay, StreamRelay): step, drain, a background loop, and the list of
+// what it set aside. A program (or `outbox serve`) can hold any relay as a
+// Relay and run it the same way.
+class Relay {
+ public:
+  virtual ~Relay();
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  // One step; returns how many records (or outbox rows) it handled, 0 when
+  // caught up.
+  virtual absl::StatusOr<int> RunOnce() = 0;
+  // RunOnce until it returns 0; the first error stops the drain and is returned.
+  absl::Status Drain();
+  // The background loop on one thread: RunOnce; after a round that handled
+  // nothing, wait for new work (the relay's idle wait, cut short by Stop);
+  // after an error, log it (with the relay's name) and retry after 200 ms.
+  // A second Start while running does nothing.
+  void Start();
+  // Ends the loop after the round in flight and joins the thread; safe to
+  // call when not running. Drain() after Stop() forwards what is left.
+  virtual void Stop();
+  bool running() const { return thread_.joinable(); }
+  // What the relay could not forward and set aside (never a stall): poison
+  // change records, or DEAD outbox rows for the polling relay. Oldest first
+  // where the backend keeps an order.
+  virtual absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100) = 0;
+  // The checkpoint / lease identity (RelayOptions::name and friends), for logs.
+  virtual const std::string& name() const = 0;
+
+ protected:
+  Relay() = default;
+  // Waits for new work after an idle round (`idle_rounds` = consecutive idle
+  // rounds, 1 for the first); implementations bound the wait (and use
+  // WaitUnlessStopped, or a bounded feed wait, so Stop is prompt).
+  virtual void WaitForWork(int idle_rounds) = 0;
+  // Sleeps for `d` unless Stop is called first; false when stopping.
+  bool WaitUnlessStopped(absl::Duration d);
+  bool stopping() const { return stop_.load(); }
+  // Ends the loop and joins it. Every derived destructor calls it (or Stop)
+  // first: the loop calls RunOnce and WaitForWork of the derived object.
+  void StopLoop();
+
+ private:
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+class ChangeFeedRelay final : public Relay {
  public:
   // Creates the relay state table and the FIFO queue when absent.
   static absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> Open(SqliteStore* store,
                                                                SqliteQueue* queue, Clock* clock,
                                                                RelayOptions options = {});
-  ~ChangeFeedRelay();
+  ~ChangeFeedRelay() override;
 
   // One step: forwards up to `batch` records after the checkpoint; returns how
-  // many records were processed (0 when caught up).
-  absl::StatusOr<int> RunOnce();
-  // Runs until caught up (RunOnce returns 0).
-  absl::Status Drain();
-  // Background loop: RunOnce, waiting for new records without busy-waiting.
-  void Start();
-  void Stop();
+  // many records were processed (0 when caught up). Start(): waits on the
+  // change feed (notified by commits, at most 250 ms) when caught up.
+  absl::StatusOr<int> RunOnce() override;
 
   const RelayMetrics& metrics() const { return metrics_; }
-  absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100);
+  absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100) override;
+  const std::string& name() const override;
 
  private:
   ChangeFeedRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock, RelayOptions options);
+  void WaitForWork(int idle_rounds) override;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   RelayMetrics metrics_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
 };
 
 // ---- record-change relay ----------------------------------------------------------
@@ -114,7 +161,7 @@ struct RecordRelayMetrics {
   std::atomic<int64_t> lag_ms{0};  // now - creation time of the newest forwarded record
 };
 
-class RecordChangeRelay {
+class RecordChangeRelay final : public Relay {
  public:
   // Creates the relay state table and the standard queue when absent. Fails
   // (FailedPrecondition naming the table) when a table does not exist or its
@@ -122,27 +169,24 @@ class RecordChangeRelay {
   static absl::StatusOr<std::unique_ptr<RecordChangeRelay>> Open(SqliteStore* store,
                                                                  SqliteQueue* queue, Clock* clock,
                                                                  RecordRelayOptions options);
-  ~RecordChangeRelay();
+  ~RecordChangeRelay() override;
 
   // One step over every table: forwards up to `batch` records per table after
   // its checkpoint; returns how many records were processed (0 when caught up).
-  absl::StatusOr<int> RunOnce();
-  absl::Status Drain();
-  void Start();
-  void Stop();
+  absl::StatusOr<int> RunOnce() override;
 
   const RecordRelayMetrics& metrics() const { return metrics_; }
   // Poison records of every relay sharing the state table.
-  absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100);
+  absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100) override;
+  const std::string& name() const override;
 
  private:
   RecordChangeRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock,
                     RecordRelayOptions options);
+  void WaitForWork(int idle_rounds) override;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   RecordRelayMetrics metrics_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
 };
 
 // ---- polling relay ----------------------------------------------------------------
@@ -212,33 +256,35 @@ struct OutboxRowInfo {
   std::string last_error;
 };
 
-class PollRelay {
+class PollRelay final : public Relay {
  public:
   // Creates the outbox table (with its GSI) and the FIFO queue when absent;
   // fails (FailedPrecondition) when the outbox table lacks the GSI.
   static absl::StatusOr<std::unique_ptr<PollRelay>> Open(Store* store, Queue* queue, Clock* clock,
                                                          PollRelayOptions options = {});
-  ~PollRelay();
+  ~PollRelay() override;
 
   // One step: queries every shard for due READY rows and handles them;
   // returns how many rows changed state (0: nothing due could progress).
-  absl::StatusOr<int> RunOnce();
-  // RunOnce until it returns 0 (rows waiting for a retry stay READY).
-  absl::Status Drain();
-  void Start();
-  void Stop();
+  // Drain() leaves rows waiting for a retry READY; Start() polls every
+  // poll_interval when nothing was due.
+  absl::StatusOr<int> RunOnce() override;
 
   const PollRelayMetrics& metrics() const { return metrics_; }
   // DEAD rows (index key <aggregate>#DEAD#0), oldest first.
   absl::StatusOr<std::vector<OutboxRowInfo>> ListDead(int limit = 100);
+  // The DEAD rows as poison records: sequence_number = the tenant seq, keys =
+  // {tenant, seq, event_id}, reason = the last send error, at_ms = dead_at.
+  absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100) override;
+  const std::string& name() const override;
 
  private:
   PollRelay(Store* store, Queue* queue, Clock* clock, PollRelayOptions options);
+  void WaitForWork(int idle_rounds) override;
+  absl::StatusOr<std::vector<Item>> DeadRows(int limit);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   PollRelayMetrics metrics_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
 };
 
 // ---- change-feed relay over any Store + any Queue (DynamoDB Streams) -------------
@@ -290,35 +336,34 @@ struct StreamRelayMetrics {
   std::atomic<int64_t> lag_ms{0};
 };
 
-class StreamRelay {
+class StreamRelay final : public Relay {
  public:
   // Creates the relay state table and the FIFO queue when absent.
   static absl::StatusOr<std::unique_ptr<StreamRelay>> Open(Store* store, Queue* queue, Clock* clock,
                                                            StreamRelayOptions options = {});
-  ~StreamRelay();  // Stop(true)
+  ~StreamRelay() override;  // Stop(true)
 
   // One step: renews/rebalances leases when due, then forwards up to `batch`
   // records of every held shard; returns how many records were handled (plus
-  // one per shard finished), 0 when caught up.
-  absl::StatusOr<int> RunOnce();
-  absl::Status Drain();
-  void Start();
-  // Stops the loop; release = false leaves the leases to expire (as a crash would).
-  void Stop(bool release = true);
+  // one per shard finished), 0 when caught up. Start(): Streams has no
+  // notifications, so idle rounds back off 10 ms, 20 ms, ... up to idle_wait.
+  absl::StatusOr<int> RunOnce() override;
+  // Stops the loop and releases the leases (Stop(true)).
+  void Stop() override;
+  // release = false leaves the leases to expire (as a crash would).
+  void Stop(bool release);
 
   std::vector<std::string> HeldShards() const;
   const StreamRelayMetrics& metrics() const { return metrics_; }
-  absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100);
+  absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100) override;
+  const std::string& name() const override;
 
  private:
   StreamRelay(Store* store, Queue* queue, Clock* clock, StreamRelayOptions options);
+  void WaitForWork(int idle_rounds) override;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   StreamRelayMetrics metrics_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
 };
 
 }  // namespace outbox

@@ -40,7 +40,6 @@ struct Args {
 
 // Until SIGINT/SIGTERM (Start/Stop), or everything pending (--once: Drain).
 // False (exit code set) when the drain failed.
-template <typename Relay>
 bool RunRelay(Relay& relay, bool once) {
   if (once) {
     if (auto s = relay.Drain(); !s.ok()) {

@@ -46,12 +46,11 @@ absl::StatusOr<aws::JsonClientOptions> DynamoDbClientOptions(const StoreFlags& f
   return aws::DynamoDbOptionsFromEnvironment(f.endpoint, f.region);
 }
 
-absl::StatusOr<std::unique_ptr<DynamoDbStore>> OpenDynamoDbStore(const StoreFlags& f) {
-  auto o = DynamoDbClientOptions(f);
-  if (!o.ok()) return o.status();
-  DynamoDbStoreOptions so;
-  so.client = *std::move(o);
-  return DynamoDbStore::Open(std::move(so));
+absl::StatusOr<std::unique_ptr<Store>> OpenDynamoDbStore(const StoreFlags& f) {
+  DynamoDbOptions o;  // the public factory: the same path a library user takes
+  o.endpoint = f.endpoint;
+  o.region = f.region;
+  return outbox::OpenDynamoDbStore(std::move(o));
 }
 
 }  // namespace outbox::cli

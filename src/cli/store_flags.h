@@ -9,7 +9,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
-#include "store/dynamodb/dynamodb_store.h"
+#include "aws/json_client.h"
+#include "outbox/dynamodb.h"
 
 namespace outbox::cli {
 
@@ -38,6 +39,6 @@ absl::Status CheckStoreAndQueueFlags(const StoreFlags& f, const std::string& db)
 // The DynamoDB client options (endpoint, region, credentials) for the flags;
 // NotFound when no region or credentials can be found.
 absl::StatusOr<aws::JsonClientOptions> DynamoDbClientOptions(const StoreFlags& f);
-absl::StatusOr<std::unique_ptr<DynamoDbStore>> OpenDynamoDbStore(const StoreFlags& f);
+absl::StatusOr<std::unique_ptr<Store>> OpenDynamoDbStore(const StoreFlags& f);
 
 }  // namespace outbox::cli

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include "outbox/relay.h"
+
 #include "fmt/format.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
@@ -45,26 +47,56 @@ absl::StatusOr<QueueAttributes> EnsureStateTableAndQueue(Store* store,
   return EnsureQueue(queue, name, fifo, field);
 }
 
-absl::Status DrainAll(const std::function<absl::StatusOr<int>()>& run_once) {
+}  // namespace outbox::relay_internal
+
+namespace outbox {
+
+Relay::~Relay() { StopLoop(); }
+
+absl::Status Relay::Drain() {
   while (true) {
-    auto n = run_once();
+    auto n = RunOnce();
     if (!n.ok()) return n.status();
     if (*n == 0) return absl::OkStatus();
   }
 }
 
-void RunUntilStopped(const std::atomic<bool>& stop, std::string_view what,
-                     const std::function<absl::StatusOr<int>()>& run_once,
-                     const std::function<void()>& idle) {
-  while (!stop) {
-    auto n = run_once();
-    if (!n.ok()) {
-      spdlog::error("{}: {}", what, n.status().ToString());
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      continue;
+void Relay::Start() {
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] {
+    int idle = 0;
+    while (!stop_) {
+      auto n = RunOnce();
+      if (!n.ok()) {
+        spdlog::error("relay {}: {}", name(), n.status().ToString());
+        WaitUnlessStopped(absl::Milliseconds(200));
+        continue;
+      }
+      if (*n > 0) {
+        idle = 0;
+        continue;
+      }
+      WaitForWork(++idle);
     }
-    if (*n == 0) idle();
-  }
+  });
 }
 
-}  // namespace outbox::relay_internal
+void Relay::Stop() { StopLoop(); }
+
+void Relay::StopLoop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Relay::WaitUnlessStopped(absl::Duration d) {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait_for(l, absl::ToChronoMicroseconds(d), [this] { return stop_.load(); });
+  return !stop_;
+}
+
+}  // namespace outbox

@@ -1,8 +1,6 @@
 // Plumbing shared by every relay (feed, record-change, poll, stream).
 #pragma once
 
-#include <atomic>
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -23,15 +21,5 @@ absl::StatusOr<QueueAttributes> EnsureStateTableAndQueue(Store* store,
                                                          const std::string& state_table,
                                                          Queue* queue, const std::string& name,
                                                          bool fifo, std::string_view field);
-
-// RunOnce until it forwards nothing (Drain of every relay).
-absl::Status DrainAll(const std::function<absl::StatusOr<int>()>& run_once);
-
-// The body of a relay's background thread: RunOnce until `stop`; an error is
-// logged (`what` names the relay) and retried after 200 ms; `idle` waits when
-// a round forwarded nothing.
-void RunUntilStopped(const std::atomic<bool>& stop, std::string_view what,
-                     const std::function<absl::StatusOr<int>()>& run_once,
-                     const std::function<void()>& idle);
 
 }  // namespace outbox::relay_internal

@@ -134,7 +134,7 @@ ChangeFeedRelay::ChangeFeedRelay(SqliteStore* store, SqliteQueue* queue, Clock* 
                                  RelayOptions options)
     : impl_(new Impl{store, queue, clock ? clock : Clock::Real(), std::move(options)}) {}
 
-ChangeFeedRelay::~ChangeFeedRelay() { Stop(); }
+ChangeFeedRelay::~ChangeFeedRelay() { StopLoop(); }
 
 absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> ChangeFeedRelay::Open(SqliteStore* store,
                                                                        SqliteQueue* queue,
@@ -255,28 +255,14 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
   return static_cast<int>(batch->records.size());
 }
 
-absl::Status ChangeFeedRelay::Drain() {
-  return relay_internal::DrainAll([this] { return RunOnce(); });
+void ChangeFeedRelay::WaitForWork(int) {
+  // Commits notify the feed; the bound keeps Stop prompt.
+  impl_->store->change_feed()->WaitForChanges(
+      impl_->o.events_table, impl_->checkpoint,
+      std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
 }
 
-void ChangeFeedRelay::Start() {
-  if (thread_.joinable()) return;
-  stop_ = false;
-  thread_ = std::thread([this] {
-    relay_internal::RunUntilStopped(
-        stop_, "relay " + impl_->o.name, [this] { return RunOnce(); },
-        [this] {
-          impl_->store->change_feed()->WaitForChanges(
-              impl_->o.events_table, impl_->checkpoint,
-              std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
-        });
-  });
-}
-
-void ChangeFeedRelay::Stop() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
-}
+const std::string& ChangeFeedRelay::name() const { return impl_->o.name; }
 
 absl::StatusOr<std::vector<RelayPoisonRecord>> ChangeFeedRelay::ListPoison(int limit) {
   return relay_internal::ListPoison(impl_->store, impl_->o.relay_state_table, limit);

@@ -452,7 +452,7 @@ PollRelay::PollRelay(Store* store, Queue* queue, Clock* clock, PollRelayOptions 
   impl_->m = &metrics_;
 }
 
-PollRelay::~PollRelay() { Stop(); }
+PollRelay::~PollRelay() { StopLoop(); }
 
 absl::StatusOr<std::unique_ptr<PollRelay>> PollRelay::Open(Store* store, Queue* queue, Clock* clock,
                                                            PollRelayOptions options) {
@@ -488,27 +488,38 @@ absl::StatusOr<std::unique_ptr<PollRelay>> PollRelay::Open(Store* store, Queue* 
 
 absl::StatusOr<int> PollRelay::RunOnce() { return impl_->Step(); }
 
-absl::Status PollRelay::Drain() {
-  return relay_internal::DrainAll([this] { return RunOnce(); });
-}
+void PollRelay::WaitForWork(int) { WaitUnlessStopped(impl_->o.poll_interval); }
 
-void PollRelay::Start() {
-  if (thread_.joinable()) return;
-  stop_ = false;
-  thread_ = std::thread([this] {
-    relay_internal::RunUntilStopped(
-        stop_, "relay " + impl_->o.name, [this] { return RunOnce(); },
-        [this] { absl::SleepFor(impl_->o.poll_interval); });
-  });
-}
-
-void PollRelay::Stop() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
-}
+const std::string& PollRelay::name() const { return impl_->o.name; }
 
 absl::StatusOr<std::vector<OutboxRowInfo>> PollRelay::ListDead(int limit) {
+  auto rows = DeadRows(limit);
+  if (!rows.ok()) return rows.status();
   std::vector<OutboxRowInfo> out;
+  for (const Item& it : *rows) out.push_back(Info(it));
+  return out;
+}
+
+absl::StatusOr<std::vector<RelayPoisonRecord>> PollRelay::ListPoison(int limit) {
+  auto rows = DeadRows(limit);
+  if (!rows.ok()) return rows.status();
+  std::vector<RelayPoisonRecord> out;
+  for (const Item& it : *rows) {
+    OutboxRowInfo i = Info(it);
+    RelayPoisonRecord p;
+    p.sequence_number = std::to_string(i.seq);
+    p.keys = {{"tenant", Value::S(i.tenant)},
+              {"seq", Value::N(i.seq)},
+              {"event_id", Value::S(i.event_id)}};
+    p.reason = i.last_error;
+    p.at_ms = NumAttr(it, "dead_at");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Item>> PollRelay::DeadRows(int limit) {
+  std::vector<Item> out;
   QueryRequest q;
   q.table = impl_->o.outbox_table;
   q.index = std::string(orow::kIndex);
@@ -519,7 +530,7 @@ absl::StatusOr<std::vector<OutboxRowInfo>> PollRelay::ListDead(int limit) {
     q.limit = limit - static_cast<int>(out.size());
     auto r = impl_->store->Query(q);
     if (!r.ok()) return r.status();
-    for (const Item& it : r->items) out.push_back(Info(it));
+    for (const Item& it : r->items) out.push_back(it);
     if (!r->last_evaluated_key) break;
     q.exclusive_start_key = r->last_evaluated_key;
   }

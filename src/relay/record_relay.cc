@@ -117,7 +117,7 @@ RecordChangeRelay::RecordChangeRelay(SqliteStore* store, SqliteQueue* queue, Clo
     : impl_(new Impl{
           store, queue, clock ? clock : Clock::Real(), std::move(options), 1 << 20, {}, {}, {}}) {}
 
-RecordChangeRelay::~RecordChangeRelay() { Stop(); }
+RecordChangeRelay::~RecordChangeRelay() { StopLoop(); }
 
 absl::StatusOr<std::unique_ptr<RecordChangeRelay>> RecordChangeRelay::Open(
     SqliteStore* store, SqliteQueue* queue, Clock* clock, RecordRelayOptions options) {
@@ -205,29 +205,14 @@ absl::StatusOr<int> RecordChangeRelay::RunOnce() {
   return processed;
 }
 
-absl::Status RecordChangeRelay::Drain() {
-  return relay_internal::DrainAll([this] { return RunOnce(); });
+void RecordChangeRelay::WaitForWork(int) {
+  // Several tables: wait on the first, bounded, so the others are polled too.
+  const std::string& t = impl_->o.tables.front();
+  impl_->store->change_feed()->WaitForChanges(
+      t, impl_->checkpoint[t], std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
 }
 
-void RecordChangeRelay::Start() {
-  if (thread_.joinable()) return;
-  stop_ = false;
-  thread_ = std::thread([this] {
-    relay_internal::RunUntilStopped(
-        stop_, "record relay " + impl_->o.name, [this] { return RunOnce(); },
-        [this] {
-          // Several tables: wait on the first, bounded, so the others are polled too.
-          const std::string& t = impl_->o.tables.front();
-          impl_->store->change_feed()->WaitForChanges(
-              t, impl_->checkpoint[t], std::min(impl_->o.idle_wait, absl::Milliseconds(250)));
-        });
-  });
-}
-
-void RecordChangeRelay::Stop() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
-}
+const std::string& RecordChangeRelay::name() const { return impl_->o.name; }
 
 absl::StatusOr<std::vector<RelayPoisonRecord>> RecordChangeRelay::ListPoison(int limit) {
   return relay_internal::ListPoison(impl_->store, impl_->o.relay_state_table, limit);

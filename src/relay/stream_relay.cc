@@ -202,7 +202,7 @@ struct StreamRelay::Impl {
 StreamRelay::StreamRelay(Store* store, Queue* queue, Clock* clock, StreamRelayOptions options)
     : impl_(new Impl(store, queue, clock ? clock : Clock::Real(), std::move(options))) {}
 
-StreamRelay::~StreamRelay() { Stop(); }
+StreamRelay::~StreamRelay() { Stop(true); }
 
 absl::StatusOr<std::unique_ptr<StreamRelay>> StreamRelay::Open(Store* store, Queue* queue,
                                                                Clock* clock,
@@ -329,37 +329,19 @@ absl::StatusOr<int> StreamRelay::RunOnce() {
   return progressed;
 }
 
-absl::Status StreamRelay::Drain() {
-  return relay_internal::DrainAll([this] { return RunOnce(); });
+void StreamRelay::WaitForWork(int idle_rounds) {
+  // Streams has no notifications: back off 10 ms, 20 ms, ... up to idle_wait.
+  absl::Duration wait = absl::Milliseconds(10);
+  for (int i = 1; i < idle_rounds && wait < impl_->o.idle_wait; ++i) wait *= 2;
+  WaitUnlessStopped(std::min(wait, impl_->o.idle_wait));
 }
 
-void StreamRelay::Start() {
-  if (thread_.joinable()) return;
-  stop_ = false;
-  thread_ = std::thread([this] {
-    absl::Duration wait = absl::Milliseconds(10);
-    while (!stop_) {
-      auto n = RunOnce();
-      if (!n.ok()) spdlog::error("relay {}: {}", impl_->o.name, n.status().ToString());
-      if (n.ok() && *n > 0) {
-        wait = absl::Milliseconds(10);
-        continue;
-      }
-      // Idle or failing: back off up to idle_wait (Streams has no notifications).
-      std::unique_lock<std::mutex> l(stop_mu_);
-      stop_cv_.wait_for(l, absl::ToChronoMilliseconds(wait), [this] { return stop_.load(); });
-      wait = std::min(wait * 2, impl_->o.idle_wait);
-    }
-  });
-}
+const std::string& StreamRelay::name() const { return impl_->o.name; }
+
+void StreamRelay::Stop() { Stop(true); }
 
 void StreamRelay::Stop(bool release) {
-  {
-    std::lock_guard<std::mutex> l(stop_mu_);
-    stop_ = true;
-  }
-  stop_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  StopLoop();
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (release) {
     impl_->leases.ReleaseAll();

@@ -48,6 +48,13 @@ struct Daemon::Impl {
   std::unique_ptr<Inbox> inbox;
   std::unique_ptr<ChangeFeedRelay> relay;
   std::unique_ptr<RecordChangeRelay> record_relay;
+  // Both relays through their one lifecycle (Relay): started, stopped and
+  // drained alike.
+  std::vector<Relay*> Relays() const {
+    std::vector<Relay*> out{relay.get()};
+    if (record_relay) out.push_back(record_relay.get());
+    return out;
+  }
   std::unique_ptr<DurableWorker> worker;
   std::unique_ptr<RecordChangeConsumer> record_consumer;
   bool has_best_effort = false;
@@ -465,11 +472,9 @@ absl::Status Daemon::Start() {
                            host, d.cfg.listen_port)));
   }
   d.started = true;
-  d.relay->Start();
-  if (d.record_relay) d.record_relay->Start();
+  for (Relay* r : d.Relays()) r->Start();
   if (auto s = d.worker->Start(); !s.ok()) {
-    d.relay->Stop();
-    if (d.record_relay) d.record_relay->Stop();
+    for (Relay* r : d.Relays()) r->Stop();
     return Prefixed(s, "worker");
   }
   if (d.record_consumer) {
@@ -495,14 +500,11 @@ void Daemon::Stop() {
   // 1. Intake: close the listener; requests in progress finish.
   d.http.stop();
   if (d.listen_thread.joinable()) d.listen_thread.join();
-  // 2. Relay: forward everything committed so far.
-  d.relay->Stop();
-  if (auto s = d.relay->Drain(); !s.ok())
-    spdlog::warn("serve: relay drain: {}", ToStd(s.message()));
-  if (d.record_relay) {
-    d.record_relay->Stop();
-    if (auto s = d.record_relay->Drain(); !s.ok())
-      spdlog::warn("serve: record relay drain: {}", ToStd(s.message()));
+  // 2. Relays: forward everything committed so far.
+  for (Relay* r : d.Relays()) {
+    r->Stop();
+    if (auto s = r->Drain(); !s.ok())
+      spdlog::warn("serve: relay {} drain: {}", r->name(), ToStd(s.message()));
   }
   // 3. Worker: finish the batch in flight; the rest stays queued.
   d.worker->Stop();

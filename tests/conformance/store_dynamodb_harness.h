@@ -2,6 +2,7 @@
 #pragma once
 
 #include "conformance/store_suite.h"
+#include "outbox/dynamodb.h"
 #include "store/dynamodb/dynamodb_store.h"
 #include "support/dynamodb_local.h"
 
@@ -27,7 +28,14 @@ class DynamoDbHarness final : public StoreHarness {
   DynamoDbHarness() {
     EXPECT_FALSE(testing_support::DynamoDbLocal::Endpoint().empty())
         << "DynamoDB Local is not running";
-    auto s = DynamoDbStore::Open(DynamoDbLocalOptions());
+    // The public factory (outbox/dynamodb.h): the backend users get passes the suite.
+    DynamoDbOptions o;
+    o.endpoint = testing_support::DynamoDbLocal::Endpoint();
+    o.region = "us-east-1";
+    o.access_key_id = testing_support::DynamoDbLocal::FreshAccessKey();
+    o.secret_access_key = "secret";
+    o.max_attempts = 8;  // concurrent-writer tests hit TransactionConflict
+    auto s = OpenDynamoDbStore(o);
     EXPECT_TRUE(s.ok()) << s.status();
     if (s.ok()) store_ = *std::move(s);
   }
@@ -42,7 +50,7 @@ class DynamoDbHarness final : public StoreHarness {
 
  private:
   ManualClock clock_;
-  std::unique_ptr<DynamoDbStore> store_;
+  std::unique_ptr<Store> store_;
 };
 
 }  // namespace outbox::conformance

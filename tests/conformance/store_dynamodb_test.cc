@@ -2,6 +2,8 @@
 // DynamoDB Local (started once for this binary by support/dynamodb_local.h).
 // Every test gets a fresh, empty database: DynamoDB Local keeps one database
 // per access key id, and each harness signs with a new one.
+#include <gmock/gmock.h>
+
 #include "conformance/store_dynamodb_harness.h"
 
 namespace outbox::conformance {
@@ -82,6 +84,37 @@ TEST(DynamoDbStore, TtlAttributeIsSetAtCreationAndDescribed) {
   auto shards = h.store().change_feed()->ListShards("ttl_tbl");  // DynamoDB Streams
   ASSERT_TRUE(shards.ok()) << shards.status();
   EXPECT_FALSE(shards->empty());
+}
+
+}  // namespace
+}  // namespace outbox::conformance
+
+namespace outbox::conformance {
+namespace {
+
+// The public factory refuses bad options naming the field, before any call.
+TEST(OpenDynamoDbStore, BadOptionsNameTheField) {
+  auto with = [](auto edit) {
+    DynamoDbOptions o;
+    o.endpoint = "http://127.0.0.1:1";
+    o.region = "us-east-1";
+    o.access_key_id = "k";
+    o.secret_access_key = "s";
+    edit(o);
+    return OpenDynamoDbStore(o).status();
+  };
+  auto s = with([](DynamoDbOptions& o) { o.max_attempts = 0; });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("dynamodb.max_attempts: must be 1..20, got 0"));
+  s = with([](DynamoDbOptions& o) { o.endpoint = "ftp://x"; });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("dynamodb.endpoint:"));
+  s = with([](DynamoDbOptions& o) { o.secret_access_key.clear(); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("dynamodb.access_key_id/secret_access_key"));
+  s = with([](DynamoDbOptions& o) { o.request_timeout = absl::ZeroDuration(); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(with([](DynamoDbOptions&) {}).ok()) << "opening makes no call";
 }
 
 }  // namespace

@@ -213,5 +213,97 @@ TEST_F(RelayTest, NoLossNoDuplicatesAcrossKilledRelays) {
   }
 }
 
+// The one lifecycle (outbox::Relay): each of the four relays, held only as a
+// Relay, is started, forwards what is committed while it runs, stops (twice
+// is fine), drains what was committed after the stop, and lists nothing set
+// aside. Real clock: the loops wait on it.
+TEST_F(RelayTest, EveryRelayRunsThroughTheOneLifecycle) {
+  auto db = *sqlite::Database::Open({.path = dir_.file("l.db")});
+  Clock* clock = Clock::Real();
+  SqliteStoreOptions so;
+  so.sweep_interval = absl::ZeroDuration();
+  auto store = *SqliteStore::Open(db, clock, so);
+  auto queue = *SqliteQueue::Open(db, clock);
+  EngineOptions eo;
+  eo.clock = clock;
+  eo.write_outbox_rows = true;  // the polling relay's rows
+  auto engine = *Engine::Open(store.get(), eo);
+  ASSERT_TRUE(engine->EnsureTables().ok());
+  TableSpec orders;
+  orders.name = "orders";
+  orders.hash_key = {"pk", Type::S};
+  orders.stream_enabled = true;
+  ASSERT_TRUE(store->CreateTable(orders).ok());
+
+  struct Case {
+    std::string queue;
+    std::unique_ptr<Relay> relay;
+  };
+  std::vector<Case> cases;
+  {
+    RelayOptions o;
+    o.name = "feed";
+    o.queue = "feed.fifo";
+    cases.push_back({o.queue, *ChangeFeedRelay::Open(store.get(), queue.get(), clock, o)});
+  }
+  {
+    PollRelayOptions o;
+    o.name = "poll";
+    o.queue = "poll.fifo";
+    cases.push_back({o.queue, *PollRelay::Open(store.get(), queue.get(), clock, o)});
+  }
+  {
+    StreamRelayOptions o;
+    o.name = "stream";
+    o.queue = "stream.fifo";
+    cases.push_back({o.queue, *StreamRelay::Open(store.get(), queue.get(), clock, o)});
+  }
+  {
+    RecordRelayOptions o;
+    o.name = "records";
+    o.tables = {"orders"};
+    o.queue = "records";
+    cases.push_back({o.queue, *RecordChangeRelay::Open(store.get(), queue.get(), clock, o)});
+  }
+  int n = 0;
+  auto commit = [&] {  // one event and one order row
+    ++n;
+    PutRequest p;
+    p.table = "orders";
+    p.item = Item{{"pk", Value::S("o" + std::to_string(n))}};
+    ASSERT_TRUE(store->PutItem(p).ok());
+    ASSERT_TRUE(
+        engine->Emit(RequestContext{.tenant = "t"}, "com.thing", Value::M({{"n", Value::N(n)}}))
+            .ok());
+  };
+  auto count = [&](const std::string& q) {
+    auto a = queue->GetAttributes(q);
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? a->visible : -1;
+  };
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.relay->name());
+    c.relay->Start();
+    EXPECT_TRUE(c.relay->running());
+    c.relay->Start();  // a second Start does nothing
+    for (int i = 0; i < 3; ++i) commit();
+    absl::Time deadline = absl::Now() + absl::Seconds(60);
+    while (count(c.queue) < n && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+    EXPECT_EQ(count(c.queue), n) << "the loop forwarded what was committed while it ran";
+    c.relay->Stop();
+    EXPECT_FALSE(c.relay->running());
+    c.relay->Stop();
+    commit();
+    EXPECT_EQ(count(c.queue), n - 1) << "stopped: nothing forwarded";
+    ASSERT_TRUE(c.relay->Drain().ok());
+    EXPECT_EQ(count(c.queue), n);
+    auto poison = c.relay->ListPoison();
+    ASSERT_TRUE(poison.ok()) << poison.status();
+    EXPECT_TRUE(poison->empty());
+  }
+  EXPECT_EQ(cases[0].relay->name(), "feed");
+  EXPECT_EQ(cases[3].relay->name(), "records");
+}
+
 }  // namespace
 }  // namespace outbox
