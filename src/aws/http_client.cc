@@ -83,13 +83,13 @@ HttpClient::~HttpClient() {
 }
 
 int64_t HttpClient::connections_opened() const {
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   return connections_opened_;
 }
 
 void* HttpClient::Acquire() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    util::MutexLock l(mu_);
     if (!idle_.empty()) {
       void* h = idle_.back();
       idle_.pop_back();
@@ -100,7 +100,7 @@ void* HttpClient::Acquire() {
 }
 
 void HttpClient::Release(void* handle) {
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   if (static_cast<int>(idle_.size()) < options_.max_idle_handles) {
     idle_.push_back(handle);
   } else {
@@ -141,7 +141,7 @@ absl::StatusOr<HttpResponse> HttpClient::Send(const HttpRequest& req) {
   long connects = 0;
   curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &connects);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    util::MutexLock l(mu_);
     connections_opened_ += connects;
   }
   if (rc != CURLE_OK) {

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "aws/sigv4.h"
+#include "util/mutex.h"
 
 namespace outbox::aws {
 
@@ -70,9 +71,9 @@ class HttpClient {
   void Release(void* handle);
 
   HttpClientOptions options_;
-  mutable std::mutex mu_;
-  std::vector<void*> idle_;  // CURL*
-  int64_t connections_opened_ = 0;
+  mutable util::Mutex mu_;
+  std::vector<void*> idle_ ABSL_GUARDED_BY(mu_);  // CURL*
+  int64_t connections_opened_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace outbox::aws

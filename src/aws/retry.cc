@@ -57,7 +57,7 @@ absl::Duration Backoff::Delay(int retry) {
   absl::Duration ceiling = base_;
   for (int i = 1; i < retry && ceiling < cap_; ++i) ceiling *= 2;
   if (ceiling > cap_) ceiling = cap_;
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   return ceiling * u(rng_);
 }

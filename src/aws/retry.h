@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "util/mutex.h"
 
 namespace outbox::aws {
 
@@ -65,8 +66,8 @@ class Backoff {
 
  private:
   absl::Duration base_, cap_;
-  std::mutex mu_;
-  std::mt19937_64 rng_;
+  util::Mutex mu_;
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace outbox::aws

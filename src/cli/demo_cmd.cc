@@ -53,6 +53,7 @@
 #include "sqlite/database.h"
 #include "store/sqlite/sqlite_store.h"
 #include "util/absl_compat.h"
+#include "util/mutex.h"
 
 namespace outbox::cli {
 namespace {
@@ -402,8 +403,8 @@ int RunDemo(const DemoFlags& f) {
 
   // Emit: households place orders and pay; each event commits with its order row.
   std::atomic<int> emit_errors{0};
-  std::string first_emit_error;
-  std::mutex err_mu;
+  util::Mutex err_mu;
+  std::string first_emit_error;  // guarded by err_mu (a local: no annotation)
   std::vector<std::thread> shoppers;
   for (int h = 1; h <= f.households; ++h) {
     shoppers.emplace_back([&, h] {
@@ -449,7 +450,7 @@ int RunDemo(const DemoFlags& f) {
         }
         if (!placed.ok() || !paid.ok()) {
           ++emit_errors;
-          std::lock_guard<std::mutex> l(err_mu);
+          util::MutexLock l(err_mu);
           if (first_emit_error.empty()) {
             first_emit_error = ToStd((placed.ok() ? paid.status() : placed.status()).message());
           }

@@ -11,6 +11,7 @@
 #include "routing/router.h"
 #include "sqlite/database.h"
 #include "store/sqlite/sqlite_store.h"
+#include "util/mutex.h"
 
 namespace outbox {
 
@@ -23,11 +24,12 @@ struct Embedded::Impl {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<Inbox> inbox;
 
-  std::mutex mu;
-  routing::Router router;               // DURABLE and BEST_EFFORT; frozen once a dispatcher exists
-  std::set<std::string> names;          // every lane: names are unique across the stack
-  bool durable_dispatcher = false;      // guarded by mu
-  bool best_effort_dispatcher = false;  // guarded by mu
+  util::Mutex mu;
+  // DURABLE and BEST_EFFORT; frozen once a dispatcher exists (then read unlocked)
+  routing::Router router;
+  std::set<std::string> names ABSL_GUARDED_BY(mu);  // every lane: unique across the stack
+  bool durable_dispatcher ABSL_GUARDED_BY(mu) = false;
+  bool best_effort_dispatcher ABSL_GUARDED_BY(mu) = false;
 };
 
 Embedded::Embedded() : impl_(std::make_unique<Impl>()) {}
@@ -78,7 +80,7 @@ const EmbeddedOptions& Embedded::options() const { return impl_->options; }
 
 absl::Status Embedded::Subscribe(Subscription sub) {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mu);
+  util::MutexLock lock(m.mu);
   if (!sub.handler) {
     return absl::InvalidArgumentError(
         fmt::format("subscription {}: handler is required", sub.name));
@@ -134,7 +136,7 @@ absl::StatusOr<std::unique_ptr<DurableWorker>> Embedded::NewWorker(WorkerOptions
   Impl& m = *impl_;
   if (options.queue == WorkerOptions{}.queue) options.queue = m.options.queue;
   {
-    std::lock_guard<std::mutex> lock(m.mu);
+    util::MutexLock lock(m.mu);
     m.durable_dispatcher = true;
   }
   auto w = std::make_unique<DurableWorker>(m.store.get(), m.queue.get(), m.inbox.get(), &m.router,
@@ -149,7 +151,7 @@ absl::StatusOr<std::unique_ptr<RecordChangeConsumer>> Embedded::NewRecordConsume
   if (options.queue == RecordConsumerOptions{}.queue) options.queue = m.options.record_queue;
   if (auto s = options.Validate(); !s.ok()) return s;
   {
-    std::lock_guard<std::mutex> lock(m.mu);
+    util::MutexLock lock(m.mu);
     m.best_effort_dispatcher = true;
   }
   return std::make_unique<RecordChangeConsumer>(m.queue.get(), &m.router, m.clock,

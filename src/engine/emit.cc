@@ -236,7 +236,7 @@ absl::StatusOr<std::vector<Envelope>> EngineImpl::EmitBatch(
 // ---- combining --------------------------------------------------------------------
 
 TenantState& EngineImpl::Tenant(const std::string& tenant) {
-  std::lock_guard<std::mutex> l(tenants_mu_);
+  util::MutexLock l(tenants_mu_);
   auto& p = tenants_[tenant];
   if (!p) p = std::make_unique<TenantState>();
   return *p;
@@ -244,11 +244,11 @@ TenantState& EngineImpl::Tenant(const std::string& tenant) {
 
 void EngineImpl::RunJob(EmitJob* job) {
   TenantState& ts = Tenant(job->ctx.tenant);
-  std::unique_lock<std::mutex> l(ts.mu);
+  util::MutexLock l(ts.mu);
   ts.queue.push_back(job);
   while (!job->done) {
     if (ts.leader_active) {
-      ts.cv.wait(l);
+      ts.cv.Wait(l);
       continue;
     }
     ts.leader_active = true;
@@ -261,12 +261,12 @@ void EngineImpl::RunJob(EmitJob* job) {
       group.push_back(j);
       ts.queue.pop_front();
     }
-    l.unlock();
+    l.Unlock();
     ProcessGroup(ts, group);
-    l.lock();
+    l.Lock();
     for (EmitJob* j : group) j->done = true;
     ts.leader_active = false;
-    ts.cv.notify_all();
+    ts.cv.NotifyAll();
   }
 }
 

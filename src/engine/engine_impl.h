@@ -25,6 +25,7 @@
 #include "engine/local_pool.h"
 #include "outbox/engine.h"
 #include "routing/router.h"
+#include "util/mutex.h"
 
 namespace outbox::engine_internal {
 
@@ -56,10 +57,10 @@ struct EmitJob {
 };
 
 struct TenantState {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<EmitJob*> queue;
-  bool leader_active = false;
+  util::Mutex mu;
+  util::CondVar cv;
+  std::deque<EmitJob*> queue ABSL_GUARDED_BY(mu);
+  bool leader_active ABSL_GUARDED_BY(mu) = false;
   std::optional<Head> head;  // leader only; nullopt: unknown, read before use
   bool head_exists = false;  // leader only; valid when head is set
 };
@@ -112,8 +113,9 @@ class EngineImpl final : public Engine {
   std::shared_mutex router_mu_;
   routing::Router router_;
 
-  std::mutex tenants_mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<TenantState>> tenants_;
+  util::Mutex tenants_mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<TenantState>> tenants_
+      ABSL_GUARDED_BY(tenants_mu_);
 
   std::unique_ptr<LocalPool> pool_;
 };

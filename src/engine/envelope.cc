@@ -8,6 +8,7 @@
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
 #include "outbox/jcs.h"
+#include "util/mutex.h"
 #include "util/sha256.h"
 
 namespace outbox {
@@ -30,7 +31,7 @@ bool IsHex64(const std::string& s) {
 }  // namespace
 
 std::string NewEventId(int64_t now_ms) {
-  static std::mutex mu;
+  static util::Mutex mu;
   static int64_t last_ms = -1;
   static uint16_t hi = 0;  // top 16 of the 80 random bits
   static uint64_t lo = 0;  // low 64 random bits
@@ -39,7 +40,7 @@ std::string NewEventId(int64_t now_ms) {
   uint16_t h;
   uint64_t l;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    util::MutexLock lock(mu);
     if (now_ms > last_ms) {
       last_ms = now_ms;
       uint64_t r = rng();

@@ -8,39 +8,39 @@ LocalPool::LocalPool(int threads) {
 
 LocalPool::~LocalPool() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    util::MutexLock l(mu_);
     stopping_ = true;
   }
-  work_cv_.notify_all();
+  work_cv_.NotifyAll();
   for (auto& t : threads_) t.join();
 }
 
 void LocalPool::Submit(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    util::MutexLock l(mu_);
     tasks_.push_back(std::move(task));
   }
-  work_cv_.notify_one();
+  work_cv_.NotifyOne();
 }
 
 void LocalPool::WaitIdle() {
-  std::unique_lock<std::mutex> l(mu_);
-  idle_cv_.wait(l, [&] { return tasks_.empty() && running_ == 0; });
+  util::MutexLock l(mu_);
+  while (!tasks_.empty() || running_ != 0) idle_cv_.Wait(l);
 }
 
 void LocalPool::Loop() {
-  std::unique_lock<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   while (true) {
-    work_cv_.wait(l, [&] { return stopping_ || !tasks_.empty(); });
+    while (!stopping_ && tasks_.empty()) work_cv_.Wait(l);
     if (tasks_.empty()) return;  // stopping and drained
     auto task = std::move(tasks_.front());
     tasks_.pop_front();
     ++running_;
-    l.unlock();
+    l.Unlock();
     task();
-    l.lock();
+    l.Lock();
     --running_;
-    if (tasks_.empty() && running_ == 0) idle_cv_.notify_all();
+    if (tasks_.empty() && running_ == 0) idle_cv_.NotifyAll();
   }
 }
 

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "util/mutex.h"
+
 namespace outbox::engine_internal {
 
 class LocalPool {
@@ -24,12 +26,12 @@ class LocalPool {
 
  private:
   void Loop();
-  std::mutex mu_;
-  std::condition_variable work_cv_;
-  std::condition_variable idle_cv_;
-  std::deque<std::function<void()>> tasks_;
-  int running_ = 0;
-  bool stopping_ = false;
+  util::Mutex mu_;
+  util::CondVar work_cv_;
+  util::CondVar idle_cv_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "expr/ast.h"
+#include "util/mutex.h"
 
 namespace outbox::expr {
 namespace {
@@ -26,24 +27,25 @@ std::string CacheKey(char slot, std::string_view text) {
 
 }  // namespace
 
-// std::mutex, not absl::Mutex: Debian's abseil is not built with
-// ThreadSanitizer, so TSan cannot see absl::Mutex's lock and unlock and reports
-// every access to `map` as a race (docs/TESTING.md "Sanitizers and fuzzing").
+// util::Mutex (std::mutex underneath), not absl::Mutex: Debian's abseil is not
+// built with ThreadSanitizer, so TSan cannot see absl::Mutex's lock and unlock
+// and reports every access to `map` as a race (docs/TESTING.md "Sanitizers and
+// fuzzing").
 struct Cache::Impl {
-  std::mutex mu;
-  absl::flat_hash_map<std::string, std::shared_ptr<const void>> map;  // guarded by mu
+  util::Mutex mu;
+  absl::flat_hash_map<std::string, std::shared_ptr<const void>> map ABSL_GUARDED_BY(mu);
 
   template <typename T, typename ParseFn>
   absl::StatusOr<std::shared_ptr<const T>> Get(char slot, std::string_view text, ParseFn parse) {
     std::string key = CacheKey(slot, text);
     {
-      std::lock_guard<std::mutex> l(mu);
+      util::MutexLock l(mu);
       auto it = map.find(key);
       if (it != map.end()) return std::static_pointer_cast<const T>(it->second);
     }
     absl::StatusOr<std::shared_ptr<const T>> parsed = parse();
     if (!parsed.ok()) return parsed.status();
-    std::lock_guard<std::mutex> l(mu);
+    util::MutexLock l(mu);
     if (map.size() >= kMaxEntries) map.clear();
     map.emplace(std::move(key), std::static_pointer_cast<const void>(*parsed));
     return parsed;

@@ -74,7 +74,7 @@ void Ops::RegisterMetrics(metrics::Registry* r) {
                  Type::kGauge,
                  {}};
     {
-      std::lock_guard<std::mutex> lock(impl_->chain_mu);
+      util::MutexLock lock(impl_->chain_mu);
       for (const auto& [tenant, ok] : impl_->chain_intact) {
         chain.samples.push_back(Sample{{{"tenant", tenant}}, ok ? 1.0 : 0.0, std::nullopt});
       }

@@ -460,7 +460,7 @@ absl::StatusOr<Status> Ops::GetStatus(const StatusOptions& o) {
         t.first_broken_seq = v->first_broken_seq;
       }
       st.chain_intact &= v->chain_intact;
-      std::lock_guard<std::mutex> lock(m.chain_mu);
+      util::MutexLock lock(m.chain_mu);
       m.chain_intact[tenant] = v->chain_intact;
     }
     auto dls = m.QueryAll(m.eo().dead_letters_table, "TENANT#" + tenant + "#DEAD");

@@ -9,6 +9,7 @@
 #include "model/item_attrs.h"
 #include "outbox/ops.h"
 #include "routing/router.h"
+#include "util/mutex.h"
 
 namespace outbox::ops {
 
@@ -30,8 +31,9 @@ struct Ops::Impl {
   OpsOptions options;
   Inbox inbox;
 
-  std::mutex chain_mu;
-  std::map<std::string, bool> chain_intact;  // tenant -> last verification; guarded by chain_mu
+  util::Mutex chain_mu;
+  // tenant -> last verification
+  std::map<std::string, bool> chain_intact ABSL_GUARDED_BY(chain_mu);
 
   const EngineOptions& eo() const { return engine->options(); }
   // Every item of a partition (all pages).

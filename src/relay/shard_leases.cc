@@ -13,11 +13,6 @@ namespace {
 constexpr std::string_view kLeasePrefix = "LEASE#";
 
 // Every attribute goes through #names (OWNER is a DynamoDB reserved word).
-AttrNames Names() {
-  return {{"#o", "lease_owner"}, {"#e", "lease_expires_at"}, {"#f", "fencing"},
-          {"#c", "checkpoint"},  {"#d", "finished"},         {"#p", "parent"}};
-}
-
 bool IsConditionFailure(const absl::Status& s) {
   return DdbErrorName(s) == ddb_error::kConditionalCheckFailed;
 }

@@ -17,6 +17,7 @@
 #include "relay/poison.h"
 #include "relay/shard_leases.h"
 #include "spdlog/spdlog.h"
+#include "util/mutex.h"
 
 namespace outbox {
 namespace {
@@ -71,7 +72,7 @@ struct StreamRelay::Impl {
   relay_internal::ShardLeases leases;
   int64_t max_message_size = 1 << 20;
   absl::Time last_rebalance = absl::InfinitePast();
-  std::mutex mu;  // RunOnce vs HeldShards/Stop
+  util::Mutex mu;  // RunOnce vs HeldShards/Stop
 
   Impl(Store* s, Queue* q, Clock* c, StreamRelayOptions opts)
       : store(s),
@@ -219,7 +220,7 @@ absl::StatusOr<std::unique_ptr<StreamRelay>> StreamRelay::Open(Store* store, Que
 
 absl::StatusOr<int> StreamRelay::RunOnce() {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mu);
+  util::MutexLock lock(m.mu);
   ChangeFeed* feed = m.store->change_feed();
   absl::Time now = m.clock->Now();
   if (m.leases.held().empty() || now - m.last_rebalance >= m.o.renew_interval) {
@@ -342,7 +343,7 @@ void StreamRelay::Stop() { Stop(true); }
 
 void StreamRelay::Stop(bool release) {
   StopLoop();
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  util::MutexLock lock(impl_->mu);
   if (release) {
     impl_->leases.ReleaseAll();
   } else {
@@ -351,7 +352,7 @@ void StreamRelay::Stop(bool release) {
 }
 
 std::vector<std::string> StreamRelay::HeldShards() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  util::MutexLock lock(impl_->mu);
   std::vector<std::string> out;
   for (const auto& [id, l] : impl_->leases.held()) out.push_back(id);
   return out;

@@ -10,6 +10,7 @@
 #include "outbox/version.h"
 #include "spdlog/spdlog.h"
 #include "util/absl_compat.h"
+#include "util/mutex.h"
 #include "util/sha256.h"
 
 namespace outbox::server {
@@ -61,7 +62,7 @@ CircuitBreaker::CircuitBreaker(int failure_threshold, absl::Duration cooldown, C
       clock_(clock ? clock : Clock::Real()) {}
 
 bool CircuitBreaker::Allow() {
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   switch (state_) {
     case State::kClosed:
       return true;
@@ -79,14 +80,14 @@ bool CircuitBreaker::Allow() {
 }
 
 void CircuitBreaker::OnSuccess() {
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   state_ = State::kClosed;
   failures_ = 0;
   trial_in_flight_ = false;
 }
 
 void CircuitBreaker::OnFailure() {
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   trial_in_flight_ = false;
   if (state_ == State::kHalfOpen || ++failures_ >= threshold_) {
     if (state_ != State::kOpen) ++opens_;
@@ -97,12 +98,12 @@ void CircuitBreaker::OnFailure() {
 }
 
 CircuitBreaker::State CircuitBreaker::state() const {
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   return state_;
 }
 
 int64_t CircuitBreaker::opens() const {
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   return opens_;
 }
 
@@ -140,14 +141,14 @@ size_t Collect(char* data, size_t size, size_t n, void* user) {
 // Idle easy handles; each keeps its connection cache, so a subscription's
 // requests reuse keep-alive connections.
 struct WebhookSubscriber::Pool {
-  std::mutex mu;
-  std::vector<CURL*> idle;
+  util::Mutex mu;
+  std::vector<CURL*> idle ABSL_GUARDED_BY(mu);
   ~Pool() {
     for (CURL* c : idle) curl_easy_cleanup(c);
   }
   CURL* Get() {
     {
-      std::lock_guard<std::mutex> l(mu);
+      util::MutexLock l(mu);
       if (!idle.empty()) {
         CURL* c = idle.back();
         idle.pop_back();
@@ -157,7 +158,7 @@ struct WebhookSubscriber::Pool {
     return curl_easy_init();
   }
   void Put(CURL* c) {
-    std::lock_guard<std::mutex> l(mu);
+    util::MutexLock l(mu);
     idle.push_back(c);
   }
 };
@@ -178,14 +179,17 @@ Handler WebhookSubscriber::AsHandler() {
 }
 
 bool WebhookSubscriber::AcquireSlot(absl::Time real_deadline) {
-  std::unique_lock<std::mutex> l(slot_mu_);
+  util::MutexLock l(slot_mu_);
   if (slots_used_ >= options_.concurrency) {
     metrics_.limit_waits.fetch_add(1);
     auto until = std::chrono::system_clock::now() +
                  std::chrono::milliseconds(
                      std::max<int64_t>(0, absl::ToInt64Milliseconds(real_deadline - absl::Now())));
-    if (!slot_cv_.wait_until(l, until, [&] { return slots_used_ < options_.concurrency; }))
-      return false;
+    while (slots_used_ >= options_.concurrency) {
+      if (slot_cv_.WaitUntil(l, until) == std::cv_status::timeout &&
+          slots_used_ >= options_.concurrency)
+        return false;
+    }
   }
   ++slots_used_;
   return true;
@@ -193,10 +197,10 @@ bool WebhookSubscriber::AcquireSlot(absl::Time real_deadline) {
 
 void WebhookSubscriber::ReleaseSlot() {
   {
-    std::lock_guard<std::mutex> l(slot_mu_);
+    util::MutexLock l(slot_mu_);
     --slots_used_;
   }
-  slot_cv_.notify_one();
+  slot_cv_.NotifyOne();
 }
 
 absl::Status WebhookSubscriber::Deliver(HandlerContext& ctx, const Envelope& event) {

@@ -33,6 +33,7 @@
 #include "outbox/envelope.h"
 #include "outbox/metrics.h"
 #include "outbox/subscription.h"
+#include "util/mutex.h"
 
 namespace outbox::server {
 
@@ -68,10 +69,10 @@ class CircuitBreaker {
   const int threshold_;
   const absl::Duration cooldown_;
   Clock* clock_;
-  mutable std::mutex mu_;
-  State state_ = State::kClosed;
-  int failures_ = 0;
-  absl::Time open_until_;
+  mutable util::Mutex mu_;
+  State state_ ABSL_GUARDED_BY(mu_) = State::kClosed;
+  int failures_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time open_until_ ABSL_GUARDED_BY(mu_);
   bool trial_in_flight_ = false;
   int64_t opens_ = 0;
 };
@@ -129,9 +130,9 @@ class WebhookSubscriber {
   CircuitBreaker breaker_;
   WebhookMetrics metrics_;
   std::unique_ptr<Pool> pool_;
-  std::mutex slot_mu_;
-  std::condition_variable slot_cv_;
-  int slots_used_ = 0;
+  util::Mutex slot_mu_;
+  util::CondVar slot_cv_;
+  int slots_used_ ABSL_GUARDED_BY(slot_mu_) = 0;
 };
 
 // Exports every subscriber's metrics through `r` (read at scrape time; the

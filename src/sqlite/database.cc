@@ -149,17 +149,20 @@ absl::StatusOr<std::shared_ptr<Database>> Database::Open(const DatabaseOptions& 
   db->writer_ = *std::move(w);
   auto watcher = Conn::Open(options.path, false, options.busy_timeout_ms, options.synchronous);
   if (!watcher.ok()) return watcher.status();
-  db->watcher_ = *std::move(watcher);
+  {
+    util::MutexLock l(db->watcher_mu_);
+    db->watcher_ = *std::move(watcher);
+  }
   db->writer_thread_ = std::thread([p = db.get()] { p->WriterLoop(); });
   return db;
 }
 
 Database::~Database() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    util::MutexLock l(mu_);
     stopping_ = true;
   }
-  work_cv_.notify_all();
+  work_cv_.NotifyAll();
   if (writer_thread_.joinable()) writer_thread_.join();
 }
 
@@ -167,14 +170,14 @@ absl::Status Database::Write(WriteFn fn) {
   auto job = std::make_shared<Job>();
   job->fn = std::move(fn);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    util::MutexLock l(mu_);
     if (!sticky_.ok()) return sticky_;
     if (stopping_) return absl::CancelledError("database is closing");
     queue_.push_back(job);
   }
-  work_cv_.notify_one();
-  std::unique_lock<std::mutex> l(job->mu);  // one condition variable per caller: no herd
-  job->cv.wait(l, [&] { return job->done; });
+  work_cv_.NotifyOne();
+  util::MutexLock l(job->mu);  // one condition variable per caller: no herd
+  while (!job->done) job->cv.Wait(l);
   // Moved, not copied: the caller alone owns the status's payload, so its
   // reference count never crosses threads (the writer drops the job later).
   return std::move(job->result);
@@ -184,8 +187,8 @@ void Database::WriterLoop() {
   std::vector<std::shared_ptr<Job>> batch;
   while (true) {
     {
-      std::unique_lock<std::mutex> l(mu_);
-      work_cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
+      util::MutexLock l(mu_);
+      while (!stopping_ && queue_.empty()) work_cv_.Wait(l);
       if (queue_.empty() && stopping_) return;
       while (!queue_.empty() && static_cast<int>(batch.size()) < options_.max_batch) {
         batch.push_back(queue_.front());
@@ -195,10 +198,10 @@ void Database::WriterLoop() {
     RunBatch(batch);
     for (auto& j : batch) {
       {
-        std::lock_guard<std::mutex> l(j->mu);
+        util::MutexLock l(j->mu);
         j->done = true;
       }
-      j->cv.notify_one();
+      j->cv.NotifyOne();
     }
     batch.clear();
   }
@@ -239,7 +242,7 @@ void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
     absl::Status err = absl::InternalError(absl::StrCat(
         "commit failed; durability in doubt, refusing further writes: ", commit.message()));
     {
-      std::lock_guard<std::mutex> l(mu_);
+      util::MutexLock l(mu_);
       sticky_ = err;
     }
     for (auto& j : batch) j->result = err;
@@ -247,13 +250,13 @@ void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
   }
   for (auto& h : hooks) h();
   commits_.fetch_add(1);
-  commit_cv_.notify_all();
+  commit_cv_.NotifyAll();
 }
 
 absl::Status Database::Read(ReadFn fn) {
   std::unique_ptr<Conn> c;
   {
-    std::lock_guard<std::mutex> l(pool_mu_);
+    util::MutexLock l(pool_mu_);
     if (!idle_readers_.empty()) {
       c = std::move(idle_readers_.back());
       idle_readers_.pop_back();
@@ -274,7 +277,7 @@ absl::Status Database::Read(ReadFn fn) {
       if (s.ok()) s = e;
     }
   }
-  std::lock_guard<std::mutex> l(pool_mu_);
+  util::MutexLock l(pool_mu_);
   if (static_cast<int>(idle_readers_.size()) < options_.read_connections) {
     idle_readers_.push_back(std::move(c));
   }
@@ -282,7 +285,7 @@ absl::Status Database::Read(ReadFn fn) {
 }
 
 bool Database::PollExternalChanges() {
-  std::lock_guard<std::mutex> l(watcher_mu_);
+  util::MutexLock l(watcher_mu_);
   auto st = watcher_->Prepare("PRAGMA data_version");
   if (!st.ok()) return false;
   auto row = st->Step();
@@ -294,7 +297,7 @@ bool Database::PollExternalChanges() {
 }
 
 absl::Status Database::sticky_error() const {
-  std::lock_guard<std::mutex> l(const_cast<std::mutex&>(mu_));
+  util::MutexLock l(mu_);
   return sticky_;
 }
 
@@ -302,7 +305,7 @@ uint64_t Database::WaitForCommit(uint64_t seen, absl::Duration timeout) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::microseconds(absl::ToInt64Microseconds(timeout));
   PollExternalChanges();  // establish the baseline
-  std::unique_lock<std::mutex> l(commit_mu_);
+  util::MutexLock l(commit_mu_);
   while (commits_.load() <= seen) {
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) break;
@@ -310,11 +313,11 @@ uint64_t Database::WaitForCommit(uint64_t seen, absl::Duration timeout) {
     // by polling data_version every 5 ms.
     auto step =
         std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(5));
-    commit_cv_.wait_for(l, step);
+    commit_cv_.WaitFor(l, step);
     if (commits_.load() > seen) break;
-    l.unlock();
+    l.Unlock();
     bool external = PollExternalChanges();
-    l.lock();
+    l.Lock();
     if (external) {
       commits_.fetch_add(1);
       break;

@@ -32,6 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "util/mutex.h"
 
 namespace outbox::sqlite {
 
@@ -133,9 +134,9 @@ class Database {
     // variable, not std::atomic::wait: libstdc++'s atomic wait spins with
     // sched_yield before it parks, and dozens of waiting callers then steal
     // the CPU the writer thread needs (docs/PERFORMANCE.md, HTTP emit).
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
+    util::Mutex mu;
+    util::CondVar cv;
+    bool done ABSL_GUARDED_BY(mu) = false;
   };
   void WriterLoop();
   void RunBatch(std::vector<std::shared_ptr<Job>>& batch);
@@ -143,23 +144,23 @@ class Database {
 
   DatabaseOptions options_;
   std::unique_ptr<Conn> writer_;
-  std::mutex mu_;
-  std::condition_variable work_cv_;  // writer waits for jobs
-  std::deque<std::shared_ptr<Job>>
-      queue_;  // shared: the writer notifies after the caller may return
-  bool stopping_ = false;
-  absl::Status sticky_;
+  mutable util::Mutex mu_;
+  util::CondVar work_cv_;  // writer waits for jobs
+  // shared: the writer notifies after the caller may return
+  std::deque<std::shared_ptr<Job>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status sticky_ ABSL_GUARDED_BY(mu_);
   std::thread writer_thread_;
 
-  std::mutex pool_mu_;
-  std::vector<std::unique_ptr<Conn>> idle_readers_;
+  util::Mutex pool_mu_;
+  std::vector<std::unique_ptr<Conn>> idle_readers_ ABSL_GUARDED_BY(pool_mu_);
 
   std::atomic<uint64_t> commits_{0};
-  std::mutex commit_mu_;
-  std::condition_variable commit_cv_;
-  std::unique_ptr<Conn> watcher_;  // for PRAGMA data_version polling
-  int64_t last_data_version_ = -1;
-  std::mutex watcher_mu_;
+  util::Mutex commit_mu_;
+  util::CondVar commit_cv_;
+  util::Mutex watcher_mu_;
+  std::unique_ptr<Conn> watcher_ ABSL_GUARDED_BY(watcher_mu_);  // PRAGMA data_version polling
+  int64_t last_data_version_ ABSL_GUARDED_BY(watcher_mu_) = -1;
 };
 
 }  // namespace outbox::sqlite

@@ -14,7 +14,7 @@ absl::Status DurableContext::AddWrite(TransactWriteItem write) {
     return absl::FailedPreconditionError(fmt::format(
         "{}: AddWrite is not allowed on the BEST_EFFORT lane (no transaction to join)", key_));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  util::MutexLock lock(mu_);
   if (closed_) {
     return absl::FailedPreconditionError(
         fmt::format("{}: AddWrite after the run ended (timed out); the write is discarded", key_));
@@ -24,7 +24,7 @@ absl::Status DurableContext::AddWrite(TransactWriteItem write) {
 }
 
 std::vector<TransactWriteItem> DurableContext::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  util::MutexLock lock(mu_);
   closed_ = true;
   return std::move(writes_);
 }

@@ -16,6 +16,7 @@
 #include "outbox/envelope.h"
 #include "outbox/store.h"
 #include "outbox/subscription.h"
+#include "util/mutex.h"
 
 namespace outbox::worker {
 
@@ -47,9 +48,9 @@ class DurableContext final : public HandlerContext {
   const int attempt_;
   const absl::Time deadline_;
   const bool writes_allowed_;
-  std::mutex mu_;
-  bool closed_ = false;                    // guarded by mu_
-  std::vector<TransactWriteItem> writes_;  // guarded by mu_
+  util::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<TransactWriteItem> writes_ ABSL_GUARDED_BY(mu_);
 };
 
 struct HandlerRun {

@@ -110,7 +110,7 @@ DurableWorker::Impl::Fate DurableWorker::Impl::Poison(const ReceivedMessage& m,
 void DurableWorker::Impl::CheckSequence(const Envelope& e) {
   int64_t last = 0;
   {
-    std::lock_guard<std::mutex> lock(seq_mu);
+    util::MutexLock lock(seq_mu);
     auto [it, inserted] = last_seq.try_emplace(e.tenant, e.seq);
     if (inserted) return;
     last = it->second;
@@ -193,7 +193,7 @@ void DurableWorker::Impl::Tell(const Envelope& e, const Subscription& sub, Worke
 void DurableWorker::Impl::CheckFirstRunOrder(const Envelope& e, const Subscription& sub) {
   int64_t highest = 0;
   {
-    std::lock_guard<std::mutex> lock(seq_mu);
+    util::MutexLock lock(seq_mu);
     auto [it, inserted] = first_run_seq.try_emplace(e.tenant + "|" + sub.name, e.seq);
     if (inserted) return;
     highest = it->second;

@@ -24,7 +24,7 @@ const WorkerOptions& DurableWorker::options() const { return impl_->options; }
 
 absl::Status DurableWorker::Init() {
   Impl& w = *impl_;
-  std::lock_guard<std::mutex> lock(w.init_mu);
+  util::MutexLock lock(w.init_mu);
   if (w.initialized) return absl::OkStatus();
   if (auto s = w.options.Validate(); !s.ok()) return s;
   auto attrs = w.queue->GetAttributes(w.options.queue);

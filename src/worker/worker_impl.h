@@ -14,6 +14,7 @@
 #include "outbox/subscription.h"
 #include "outbox/worker.h"
 #include "routing/router.h"
+#include "util/mutex.h"
 
 namespace outbox {
 
@@ -74,16 +75,16 @@ struct DurableWorker::Impl {
   WorkerOptions options;
   WorkerMetrics metrics;
 
-  std::mutex init_mu;
-  bool initialized = false;   // guarded by init_mu
+  util::Mutex init_mu;
+  bool initialized ABSL_GUARDED_BY(init_mu) = false;
   int max_receive_count = 0;  // effective; set once by Init
   absl::Duration visibility;  // the queue's visibility timeout; set once by Init
 
-  std::mutex seq_mu;
-  absl::flat_hash_map<std::string, int64_t>
-      last_seq;  // tenant -> highest seq seen; guarded by seq_mu
-  absl::flat_hash_map<std::string, int64_t>
-      first_run_seq;  // "<tenant>|<subscription>" -> highest seq first run; guarded by seq_mu
+  util::Mutex seq_mu;
+  // tenant -> highest seq seen
+  absl::flat_hash_map<std::string, int64_t> last_seq ABSL_GUARDED_BY(seq_mu);
+  // "<tenant>|<subscription>" -> highest seq first run
+  absl::flat_hash_map<std::string, int64_t> first_run_seq ABSL_GUARDED_BY(seq_mu);
 
   std::atomic<bool> stopping{false};
   std::vector<std::thread> loops;  // the receive loops; Start/Stop only

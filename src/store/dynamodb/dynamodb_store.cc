@@ -102,7 +102,7 @@ absl::StatusOr<TableDescription> DynamoDbStore::DescribeTable(std::string_view t
 
 absl::Status DynamoDbStore::DeleteTable(std::string_view table) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    util::MutexLock l(mu_);
     key_names_.erase(std::string(table));
   }
   return client_->Call("DeleteTable", ddbapi::TableNameJson(table)).status();
@@ -158,7 +158,7 @@ absl::StatusOr<QueryResult> DynamoDbStore::Query(const QueryRequest& req) {
 std::optional<std::pair<std::string, std::string>> DynamoDbStore::KeyNames(
     const std::string& table) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    util::MutexLock l(mu_);
     if (auto it = key_names_.find(table); it != key_names_.end()) return it->second;
   }
   auto r = client_->Call("DescribeTable", ddbapi::TableNameJson(table));
@@ -167,7 +167,7 @@ std::optional<std::pair<std::string, std::string>> DynamoDbStore::KeyNames(
   if (!d.ok()) return std::nullopt;
   std::pair<std::string, std::string> names{d->spec.hash_key.name,
                                             d->spec.range_key ? d->spec.range_key->name : ""};
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   key_names_[table] = names;
   return names;
 }

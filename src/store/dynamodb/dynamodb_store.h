@@ -35,6 +35,7 @@
 
 #include "aws/json_client.h"
 #include "outbox/store.h"
+#include "util/mutex.h"
 
 namespace outbox {
 
@@ -81,8 +82,8 @@ class DynamoDbStore final : public Store {
   DynamoDbStoreOptions options_;
   std::unique_ptr<aws::JsonClient> client_;
   std::shared_ptr<ChangeFeed> feed_;
-  std::mutex mu_;
-  std::map<std::string, std::pair<std::string, std::string>> key_names_;  // guarded by mu_
+  util::Mutex mu_;
+  std::map<std::string, std::pair<std::string, std::string>> key_names_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace outbox

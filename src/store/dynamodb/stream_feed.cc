@@ -142,7 +142,7 @@ StreamFeed::StreamFeed(std::unique_ptr<aws::JsonClient> ddb,
 absl::StatusOr<std::string> StreamFeed::StreamArn(std::string_view table, bool refresh) {
   absl::Time now = clock_->Now();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    util::MutexLock l(mu_);
     auto it = arns_.find(std::string(table));
     if (!refresh && it != arns_.end() && now - it->second.second < options_.arn_cache_ttl) {
       return it->second.first;
@@ -158,7 +158,7 @@ absl::StatusOr<std::string> StreamFeed::StreamArn(std::string_view table, bool r
         fmt::format("Table {} has no change feed (StreamSpecification disabled)", table));
   }
   std::string arn = t["LatestStreamArn"].get<std::string>();
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   arns_[std::string(table)] = {arn, now};
   return arn;
 }
@@ -240,7 +240,7 @@ absl::StatusOr<std::vector<Shard>> StreamFeed::ListShards(std::string_view table
 }
 
 std::optional<StreamFeed::CachedIterator> StreamFeed::TakeCached(const CacheKey& key) {
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   auto it = iterators_.find(key);
   if (it == iterators_.end()) return std::nullopt;
   CachedIterator c = std::move(it->second);
@@ -249,7 +249,7 @@ std::optional<StreamFeed::CachedIterator> StreamFeed::TakeCached(const CacheKey&
 }
 
 void StreamFeed::PutCached(const CacheKey& key, std::string iterator, absl::Time obtained) {
-  std::lock_guard<std::mutex> l(mu_);
+  util::MutexLock l(mu_);
   if (static_cast<int>(iterators_.size()) >= options_.max_cached_iterators &&
       !iterators_.count(key)) {
     auto oldest = iterators_.begin();

@@ -47,6 +47,7 @@
 #include "nlohmann/json.hpp"
 #include "outbox/clock.h"
 #include "outbox/store.h"
+#include "util/mutex.h"
 
 namespace outbox {
 
@@ -122,9 +123,10 @@ class StreamFeed final : public ChangeFeed {
   Clock* clock_;
   StreamFeedMetrics metrics_;
 
-  std::mutex mu_;
-  std::map<std::string, std::pair<std::string, absl::Time>> arns_;  // table -> (arn, fetched)
-  std::map<CacheKey, CachedIterator> iterators_;
+  util::Mutex mu_;
+  // table -> (arn, fetched)
+  std::map<std::string, std::pair<std::string, absl::Time>> arns_ ABSL_GUARDED_BY(mu_);
+  std::map<CacheKey, CachedIterator> iterators_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace outbox

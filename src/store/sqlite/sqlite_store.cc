@@ -58,10 +58,10 @@ SqliteStoreImpl::SqliteStoreImpl(std::shared_ptr<sqlite::Database> db, Clock* cl
 
 SqliteStoreImpl::~SqliteStoreImpl() {
   {
-    std::lock_guard<std::mutex> l(sweeper_mu_);
+    util::MutexLock l(sweeper_mu_);
     stopping_ = true;
   }
-  sweeper_cv_.notify_all();
+  sweeper_cv_.NotifyAll();
   if (sweeper_.joinable()) sweeper_.join();
 }
 
@@ -75,14 +75,13 @@ absl::Status SqliteStoreImpl::Init() {
 }
 
 void SqliteStoreImpl::SweeperLoop() {
-  std::unique_lock<std::mutex> l(sweeper_mu_);
+  util::MutexLock l(sweeper_mu_);
   while (!stopping_) {
-    sweeper_cv_.wait_for(
-        l, std::chrono::microseconds(absl::ToInt64Microseconds(options_.sweep_interval)));
+    sweeper_cv_.WaitFor(l, options_.sweep_interval);
     if (stopping_) break;
-    l.unlock();
+    l.Unlock();
     (void)SweepExpired();
-    l.lock();
+    l.Lock();
   }
 }
 
@@ -98,7 +97,7 @@ absl::StatusOr<std::shared_ptr<const TableInfo>> SqliteStoreImpl::LoadTable(sqli
   if (!*row) return NoTable(name);
   int64_t id = st->ColumnInt(0);
   {
-    std::lock_guard<std::mutex> l(tables_mu_);
+    util::MutexLock l(tables_mu_);
     auto it = tables_.find(name);
     if (it != tables_.end() && it->second->id == id) return it->second;
   }
@@ -115,7 +114,7 @@ absl::StatusOr<std::shared_ptr<const TableInfo>> SqliteStoreImpl::LoadTable(sqli
   info->id = id;
   info->spec = *std::move(spec);
   info->created_ms = sp->ColumnInt(1);
-  std::lock_guard<std::mutex> l(tables_mu_);
+  util::MutexLock l(tables_mu_);
   tables_[std::string(name)] = info;
   return std::shared_ptr<const TableInfo>(info);
 }
@@ -175,7 +174,7 @@ absl::Status SqliteStoreImpl::DeleteTable(std::string_view table) {
       if (!st.ok()) return st.status();
       if (auto r = st->Bind(1, id).Run(); !r.ok()) return r;
     }
-    std::lock_guard<std::mutex> l(tables_mu_);
+    util::MutexLock l(tables_mu_);
     tables_.erase(std::string(table));
     return absl::OkStatus();
   });

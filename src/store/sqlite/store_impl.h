@@ -13,6 +13,7 @@
 
 #include "expr/expr.h"
 #include "store/sqlite/sqlite_store.h"
+#include "util/mutex.h"
 
 namespace outbox::sqlite_store {
 
@@ -98,12 +99,13 @@ class SqliteStoreImpl final : public SqliteStore {
   std::shared_ptr<sqlite::Database> db_;
   Clock* clock_;
   SqliteStoreOptions options_;
-  std::mutex tables_mu_;
-  std::map<std::string, std::shared_ptr<const TableInfo>, std::less<>> tables_;  // cache by name
+  util::Mutex tables_mu_;
+  std::map<std::string, std::shared_ptr<const TableInfo>, std::less<>> tables_
+      ABSL_GUARDED_BY(tables_mu_);  // cache by name
   std::thread sweeper_;
-  std::mutex sweeper_mu_;
-  std::condition_variable sweeper_cv_;
-  bool stopping_ = false;
+  util::Mutex sweeper_mu_;
+  util::CondVar sweeper_cv_;
+  bool stopping_ ABSL_GUARDED_BY(sweeper_mu_) = false;
 };
 
 }  // namespace outbox::sqlite_store
