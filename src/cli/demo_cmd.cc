@@ -278,136 +278,133 @@ double Percentile(std::vector<int64_t> v, double p) {
   return static_cast<double>(v[std::min(i, v.size() - 1)]);
 }
 
+absl::Status Prefixed(const absl::Status& s, std::string_view what) {
+  return absl::Status(s.code(), ToAbsl(fmt::format("{}: {}", what, ToStd(s.message()))));
+}
+
 struct Work {
   Envelope event;
   std::string subscription;
   InboxKey key() const { return InboxKey{event.id, subscription, event.tenant}; }
 };
 
-int RunDemo(const DemoFlags& f) {
-  auto cfg = f.config.empty() ? config::ParseDaemonConfig(kPetshopConfig, kPetshopConfigSource)
-                              : config::LoadDaemonConfig(f.config);
-  if (!cfg.ok()) {
-    std::cerr << "outbox demo petshop: " << cfg.status().message() << "\n";
-    return kExitUsage;
-  }
-  if (f.child_fd >= 0) return ChildWorker(f, *cfg);
-  spdlog::set_level(spdlog::level::off);
-  const auto t0 = std::chrono::steady_clock::now();
-  auto secs = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  auto say = [&](const std::string& s) {
-    if (f.output == "table") std::cerr << fmt::format("[{:5.1f}s] {}\n", secs(), s);
-  };
-  Observed obs;
-  obs.chaos = f.chaos;
-  Stack st;
-  if (auto s = OpenStack(f, *cfg, &obs, &st); !s.ok()) {
-    std::cerr << "outbox demo petshop: " << f.db << ": " << s.message() << "\n";
-    return kExitUnavailable;
-  }
-  const std::string run = fmt::format("demo-{}", Clock::Real()->NowMillis());
-  say(fmt::format("{} on {} (run {})", f.chaos ? "chaos demo" : "demo", f.db, run));
+// One run of the scenario: the state the scenario, the chaos and the report
+// share. RunDemo below calls the steps in order.
+struct DemoRun {
+  DemoRun(const DemoFlags& flags, const config::DaemonConfig& config) : f(flags), cfg(config) {}
 
-  // Relay (events -> the demo queue), record relay + consumer (order rows -> BEST_EFFORT).
-  RelayOptions ro;
-  ro.events_table = cfg->events_table;
-  ro.relay_state_table = cfg->relay_state_table;
-  ro.queue = kDemoQueue;
-  ro.idle_wait = absl::Milliseconds(50);
-  auto relay = ChangeFeedRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), ro);
-  if (!relay.ok()) {
-    std::cerr << "outbox demo petshop: relay: " << relay.status().message() << "\n";
-    return kExitUnavailable;
-  }
+  const DemoFlags& f;
+  const config::DaemonConfig& cfg;
+  const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  Observed obs;
+  Stack st;
+  std::string run;  // the correlation id of this run's events
+  std::unique_ptr<ChangeFeedRelay> relay;
   std::unique_ptr<RecordChangeRelay> records;
   std::unique_ptr<RecordChangeConsumer> consumer;
-  if (!cfg->record_tables.empty()) {
+  std::unique_ptr<DurableWorker> worker;
+
+  // Emit.
+  std::atomic<int> emit_errors{0};
+  util::Mutex err_mu;
+  std::string first_emit_error ABSL_GUARDED_BY(err_mu);
+
+  // The committed work of this run.
+  std::vector<Envelope> events;
+  std::vector<std::string> tenants;
+  std::map<std::string, Work> work;  // idempotency key -> work item (every DURABLE match)
+  std::map<std::string, int64_t> expected_per_sub;
+  int64_t row_changes_expected = 0;
+
+  // Chaos.
+  pid_t child = -1;
+  int child_pipe = -1;
+  bool killed = false;
+  bool child_hung = false;
+  int64_t orphaned_claims = 0;
+  int64_t duplicates_sent = 0;
+
+  // Outcome.
+  std::set<std::string> dead_seen;
+  size_t unsettled = 0;
+  int64_t dead_before = 0;
+  int64_t dead_after = 0;
+  int64_t redriven = 0;
+  bool queue_drained = false;
+
+  double secs() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  void say(const std::string& s) const {
+    if (f.output == "table") std::cerr << fmt::format("[{:5.1f}s] {}\n", secs(), s);
+  }
+
+  // ---- scenario ----
+  absl::Status StartPipeline();
+  absl::Status StartWorker();
+  void Shop();
+  absl::Status CollectWork();
+  size_t Settle(const std::set<std::string>& keys, double budget_s, std::set<std::string>* dead);
+  int64_t CountDead(ops::Ops& ops);
+  void FixAndRedrive(ops::Ops& ops);
+  void DrainAndStop();
+  // ---- chaos ----
+  absl::Status StartChildWorker();
+  void KillChildMidHandler();
+  void SendDuplicates();
+};
+
+// Relay (events -> the demo queue), record relay + consumer (order rows ->
+// BEST_EFFORT), started; the worker made (started by StartWorker).
+absl::Status DemoRun::StartPipeline() {
+  RelayOptions ro;
+  ro.events_table = cfg.events_table;
+  ro.relay_state_table = cfg.relay_state_table;
+  ro.queue = kDemoQueue;
+  ro.idle_wait = absl::Milliseconds(50);
+  auto r = ChangeFeedRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), ro);
+  if (!r.ok()) return Prefixed(r.status(), "relay");
+  relay = *std::move(r);
+  if (!cfg.record_tables.empty()) {
     RecordRelayOptions rro;
-    rro.tables = cfg->record_tables;
-    rro.tenant_key_prefix = cfg->tenant_key_prefix;
-    rro.queue = cfg->records_queue;
-    rro.relay_state_table = cfg->relay_state_table;
+    rro.tables = cfg.record_tables;
+    rro.tenant_key_prefix = cfg.tenant_key_prefix;
+    rro.queue = cfg.records_queue;
+    rro.relay_state_table = cfg.relay_state_table;
     rro.idle_wait = absl::Milliseconds(50);
-    auto r = RecordChangeRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), rro);
-    if (!r.ok()) {
-      std::cerr << "outbox demo petshop: records: " << r.status().message() << "\n";
-      return kExitUnavailable;
-    }
-    records = *std::move(r);
+    auto rr = RecordChangeRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), rro);
+    if (!rr.ok()) return Prefixed(rr.status(), "records");
+    records = *std::move(rr);
     RecordConsumerOptions rco;
-    rco.queue = cfg->records_queue;
+    rco.queue = cfg.records_queue;
     rco.wait = absl::Milliseconds(200);
     consumer =
         std::make_unique<RecordChangeConsumer>(st.queue.get(), &st.router, Clock::Real(), rco);
   }
-  (*relay)->Start();
+  relay->Start();
   if (records) records->Start();
   if (consumer) {
-    if (auto s = consumer->Start(); !s.ok()) {
-      std::cerr << "outbox demo petshop: records consumer: " << s.message() << "\n";
-      return kExitUnavailable;
-    }
+    if (auto s = consumer->Start(); !s.ok()) return Prefixed(s, "records consumer");
   }
-
-  // Chaos: the worker process that will be killed.
-  pid_t child = -1;
-  int child_pipe = -1;
-  if (f.chaos) {
-    int fds[2];
-    if (pipe(fds) != 0) {
-      std::cerr << "outbox demo petshop: pipe failed\n";
-      return kExitUnavailable;
-    }
-    const std::string fd_arg = std::to_string(fds[1]);
-    // Every order makes at least 2 work items (audit + 3 payment subscriptions).
-    const std::string hang_arg = std::to_string(std::min(kChildHangAfter, f.households * f.orders));
-    child = fork();
-    if (child == 0) {
-      close(fds[0]);
-      int devnull = open("/dev/null", O_WRONLY);
-      if (devnull >= 0) {
-        dup2(devnull, 1);
-        dup2(devnull, 2);
-      }
-      std::vector<const char*> argv = {"outbox", "demo", "petshop", "--db", f.db.c_str()};
-      if (!f.config.empty()) {  // else the child uses the built-in config too
-        argv.push_back("--config");
-        argv.push_back(f.config.c_str());
-      }
-      for (const char* a : {"--child-worker-fd", fd_arg.c_str(), "--child-hang-after",
-                            hang_arg.c_str(), static_cast<const char*>(nullptr)}) {
-        argv.push_back(a);
-      }
-      execv("/proc/self/exe", const_cast<char* const*>(argv.data()));
-      _exit(127);
-    }
-    close(fds[1]);
-    child_pipe = fds[0];
-    say(fmt::format("chaos: worker process {} started (it will be killed with SIGKILL mid-handler)",
-                    child));
-  }
-
   // This process's worker: without --chaos it runs while the households shop;
   // with --chaos it starts once the worker process is dead.
-  DurableWorker worker(st.store.get(), st.queue.get(), st.inbox.get(), &st.router, Clock::Real(),
-                       DemoWorkerOptions(fmt::format("demo-{}", getpid())));
-  if (!f.chaos) {
-    if (auto s = worker.Start(); !s.ok()) {
-      std::cerr << "outbox demo petshop: worker: " << s.message() << "\n";
-      return kExitUnavailable;
-    }
-    say("worker started: claim -> handler -> complete through the inbox");
-  }
+  worker = std::make_unique<DurableWorker>(st.store.get(), st.queue.get(), st.inbox.get(),
+                                           &st.router, Clock::Real(),
+                                           DemoWorkerOptions(fmt::format("demo-{}", getpid())));
+  return absl::OkStatus();
+}
 
-  // Emit: households place orders and pay; each event commits with its order row.
-  std::atomic<int> emit_errors{0};
-  util::Mutex err_mu;
-  std::string first_emit_error;  // guarded by err_mu (a local: no annotation)
+absl::Status DemoRun::StartWorker() {
+  if (auto s = worker->Start(); !s.ok()) return Prefixed(s, "worker");
+  say("worker started: claim -> handler -> complete through the inbox");
+  return absl::OkStatus();
+}
+
+// Households place orders and pay; each event commits with its order row.
+void DemoRun::Shop() {
   std::vector<std::thread> shoppers;
   for (int h = 1; h <= f.households; ++h) {
-    shoppers.emplace_back([&, h] {
+    shoppers.emplace_back([this, h] {
       const std::string tenant = fmt::format("household-{}", h);
       for (int o = 1; o <= f.orders; ++o) {
         const std::string order = fmt::format("{}-{}", run, o);
@@ -416,10 +413,10 @@ int RunDemo(const DemoFlags& f) {
         const std::string buyer = bounced ? kBounced : fmt::format("buyer@household-{}.example", h);
         RequestContext ctx{tenant, run, "shop"};
         const Value pk =
-            Value::S(fmt::format("{}{}#ORDER#{}", cfg->tenant_key_prefix, tenant, order));
+            Value::S(fmt::format("{}{}#ORDER#{}", cfg.tenant_key_prefix, tenant, order));
         TransactWriteItem put;
         put.kind = TransactWriteItem::Kind::kPut;
-        put.table = cfg->record_tables.empty() ? std::string(kEffects) : cfg->record_tables.front();
+        put.table = cfg.record_tables.empty() ? std::string(kEffects) : cfg.record_tables.front();
         put.item = Item{{"pk", pk}, {"sk", Value::S("ORDER")}, {"status", Value::S("PLACED")}};
         put.condition = "attribute_not_exists(pk)";
         Value payload =
@@ -429,12 +426,12 @@ int RunDemo(const DemoFlags& f) {
                       {"has_pet", Value::Bool(pet)},
                       {"buyer", Value::S(buyer)}});
         std::vector<TransactWriteItem> writes;
-        if (!cfg->record_tables.empty()) writes.push_back(put);
+        if (!cfg.record_tables.empty()) writes.push_back(put);
         auto placed = st.engine->Emit(ctx, "com.order_placed", payload, writes);
         absl::StatusOr<Envelope> paid = placed;
         if (placed.ok()) {
           std::vector<TransactWriteItem> pay;
-          if (!cfg->record_tables.empty()) {
+          if (!cfg.record_tables.empty()) {
             TransactWriteItem u;
             u.kind = TransactWriteItem::Kind::kUpdate;
             u.table = put.table;
@@ -461,160 +458,88 @@ int RunDemo(const DemoFlags& f) {
   for (auto& t : shoppers) t.join();
   say(fmt::format("{} households placed and paid {} orders ({} emit errors)", f.households,
                   f.households * f.orders, emit_errors.load()));
+  util::MutexLock l(err_mu);
   if (emit_errors.load() > 0) say("first emit error: " + first_emit_error);
+}
 
-  // The committed events of this run, read back from the log.
-  std::vector<Envelope> events;
-  std::vector<std::string> tenants;
+// The committed events of this run, read back from the log, and every
+// DURABLE work item they make.
+absl::Status DemoRun::CollectWork() {
   for (int h = 1; h <= f.households; ++h) {
     tenants.push_back(fmt::format("household-{}", h));
     auto log = st.engine->ReadLog(tenants.back(), 1, 0);
-    if (!log.ok()) {
-      std::cerr << "outbox demo petshop: read log: " << log.status().message() << "\n";
-      return kExitUnavailable;
-    }
+    if (!log.ok()) return Prefixed(log.status(), "read log");
     for (auto& e : *log) {
       if (e.correlation_id == run) events.push_back(std::move(e));
     }
   }
-  std::map<std::string, Work> work;  // idempotency key -> work item (every DURABLE match)
-  std::map<std::string, int64_t> expected_per_sub;
-  int64_t row_changes_expected = 0;
   for (const Envelope& e : events) {
     for (const Subscription* s : st.router.Match(e, Lane::kDurable)) {
       work[e.id + ":" + s->name] = Work{e, s->name};
       ++expected_per_sub[s->name];
     }
-    if (!cfg->record_tables.empty())
+    if (!cfg.record_tables.empty())
       ++row_changes_expected;  // INSERT with order_placed, MODIFY with payment
   }
   for (const Subscription* s : st.router.All()) {
     if (s->lane == Lane::kDurable) expected_per_sub.emplace(s->name, 0);
   }
+  return absl::OkStatus();
+}
 
-  // Chaos: wait until the worker process holds a claim mid-handler, then SIGKILL it.
-  bool killed = false;
-  bool child_hung = false;
-  int64_t orphaned_claims = 0;
-  int64_t effects_by_killed = 0;
-  const std::string child_owner = fmt::format("demo-child-{}", child);
-  if (child > 0) {
-    pollfd p{child_pipe, POLLIN, 0};
-    char c = 0;
-    if (poll(&p, 1, 30000) == 1 && read(child_pipe, &c, 1) == 1 && c == 'H') child_hung = true;
-    kill(child, SIGKILL);
-    int status = 0;
-    waitpid(child, &status, 0);
-    close(child_pipe);
-    killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
-    // What the dead process left behind, read from the store.
-    for (const auto& [key, w] : work) {
-      auto row = st.inbox->Get(w.key());
-      if (row.ok() && row->has_value() && (*row)->status == InboxStatus::kPending &&
-          (*row)->owner == child_owner) {
-        ++orphaned_claims;
+// Waits until every key is final (COMPLETED or DEAD); fills `dead`. Returns the unsettled count.
+size_t DemoRun::Settle(const std::set<std::string>& keys, double budget_s,
+                       std::set<std::string>* dead) {
+  std::set<std::string> open = keys;
+  const double until = secs() + budget_s;
+  while (!open.empty()) {
+    for (auto it = open.begin(); it != open.end();) {
+      auto row = st.inbox->Get(work.at(*it).key());
+      if (row.ok() && row->has_value() &&
+          ((*row)->status == InboxStatus::kCompleted || (*row)->status == InboxStatus::kDead)) {
+        if ((*row)->status == InboxStatus::kDead) dead->insert(*it);
+        it = open.erase(it);
+      } else {
+        ++it;
       }
     }
-    say(fmt::format("chaos: worker process {} killed with SIGKILL ({} claim(s) left mid-handler)",
-                    child, orphaned_claims));
+    if (open.empty() || secs() > until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  return open.size();
+}
 
-  if (f.chaos) {
-    if (auto s = worker.Start(); !s.ok()) {
-      std::cerr << "outbox demo petshop: worker: " << s.message() << "\n";
-      return kExitUnavailable;
-    }
-    say("worker started: claim -> handler -> complete through the inbox");
-  }
+// Dead letters of this run, from the dead-letter table.
+int64_t DemoRun::CountDead(ops::Ops& ops) {
+  if (dead_seen.empty()) return 0;
+  ops::DeadLetterFilter sel;
+  sel.tenants = tenants;
+  for (const auto& k : dead_seen) sel.event_ids.push_back(work.at(k).event.id);
+  auto n = ops.CountDeadLetters(sel);
+  return n.ok() ? *n : -1;
+}
 
-  // Waits until every key is final (COMPLETED or DEAD); fills `dead`. Returns the unsettled count.
-  auto settle = [&](const std::set<std::string>& keys, double budget_s,
-                    std::set<std::string>* dead) {
-    std::set<std::string> open = keys;
-    const double until = secs() + budget_s;
-    while (!open.empty()) {
-      for (auto it = open.begin(); it != open.end();) {
-        auto row = st.inbox->Get(work.at(*it).key());
-        if (row.ok() && row->has_value() &&
-            ((*row)->status == InboxStatus::kCompleted || (*row)->status == InboxStatus::kDead)) {
-          if ((*row)->status == InboxStatus::kDead) dead->insert(*it);
-          it = open.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      if (open.empty() || secs() > until) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return open.size();
-  };
-
-  // Chaos: duplicate deliveries — the stored rows of completed events sent to the queue again.
-  int64_t duplicates_sent = 0;
-  if (f.chaos) {
-    std::set<std::string> first;
-    for (const auto& [key, w] : work) {
-      if (first.size() >= 4) break;
-      if (w.subscription == "mirror-to-shop") first.insert(key);
-    }
-    std::set<std::string> ignore;
-    settle(first, 30, &ignore);
-    for (const auto& key : first) {
-      const Envelope& e = work.at(key).event;
-      GetRequest get;
-      get.table = cfg->events_table;
-      get.key = Item{{"pk", Value::S(EventPk(e.tenant))}, {"sk", Value::S(SeqSortKey(e.seq))}};
-      get.consistent_read = true;
-      auto row = st.store->GetItem(get);
-      if (!row.ok() || !row->has_value()) continue;
-      auto m = relay_internal::EventMessage(relay_internal::EventMessageBody(**row), e.tenant,
-                                            e.id + "-duplicate");
-      if (st.queue->Send(kDemoQueue, m).ok()) ++duplicates_sent;
-    }
-    say(fmt::format("chaos: {} duplicate deliveries of completed events sent to the queue",
-                    duplicates_sent));
-  }
-
-  std::set<std::string> all_keys;
-  for (const auto& [k, _] : work) all_keys.insert(k);
-  std::set<std::string> dead_seen;
-  const size_t unsettled = settle(all_keys, 120, &dead_seen);
-  say(fmt::format("first pass settled ({} unsettled): {} dead", unsettled, dead_seen.size()));
-
-  // Dead letters of this run, from the dead-letter table.
-  ops::OpsOptions oo;
-  oo.queue = kDemoQueue;
-  ops::Ops ops(st.engine.get(), st.store.get(), st.queue.get(), &st.router, Clock::Real(), oo);
-  auto count_dead = [&]() -> int64_t {
-    if (dead_seen.empty()) return 0;
-    ops::DeadLetterFilter sel;
-    sel.tenants = tenants;
-    for (const auto& k : dead_seen) sel.event_ids.push_back(work.at(k).event.id);
-    auto n = ops.CountDeadLetters(sel);
-    return n.ok() ? *n : -1;
-  };
-  const int64_t dead_before = count_dead();
-
-  // The fix and the redrive.
+// The fix (the handler stops failing) and the redrive of this run's dead letters.
+void DemoRun::FixAndRedrive(ops::Ops& ops) {
   obs.fixed = true;
-  int64_t redriven = 0;
-  if (!dead_seen.empty()) {
-    ops::DeadLetterFilter sel;
-    sel.tenants = tenants;
-    for (const auto& k : dead_seen) sel.event_ids.push_back(work.at(k).event.id);
-    auto r = ops.Redrive(sel);
-    if (!r.ok()) {
-      say(fmt::format("redrive failed: {}", ToStd(r.status().message())));
-    } else {
-      redriven = r->reset;
-    }
-    say(fmt::format("handler fixed; redrove {} dead letter(s)", redriven));
-    std::set<std::string> again;
-    settle(dead_seen, 60, &again);
+  if (dead_seen.empty()) return;
+  ops::DeadLetterFilter sel;
+  sel.tenants = tenants;
+  for (const auto& k : dead_seen) sel.event_ids.push_back(work.at(k).event.id);
+  auto r = ops.Redrive(sel);
+  if (!r.ok()) {
+    say(fmt::format("redrive failed: {}", ToStd(r.status().message())));
+  } else {
+    redriven = r->reset;
   }
-  const int64_t dead_after = count_dead();
+  say(fmt::format("handler fixed; redrove {} dead letter(s)", redriven));
+  std::set<std::string> again;
+  Settle(dead_seen, 60, &again);
+}
 
-  // Drain: the queue empty (duplicates consumed), the BEST_EFFORT consumer caught up.
+// Drain: the queue empty (duplicates consumed), the BEST_EFFORT consumer
+// caught up; then everything stops.
+void DemoRun::DrainAndStop() {
   for (const double until = secs() + 30; secs() < until;) {
     auto a = st.queue->GetAttributes(kDemoQueue);
     const bool queue_empty = a.ok() && a->visible + a->in_flight + a->delayed == 0;
@@ -622,21 +547,113 @@ int RunDemo(const DemoFlags& f) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   auto qa = st.queue->GetAttributes(kDemoQueue);
-  const bool queue_drained = qa.ok() && qa->visible + qa->in_flight + qa->delayed == 0;
-  worker.Stop();
+  queue_drained = qa.ok() && qa->visible + qa->in_flight + qa->delayed == 0;
+  worker->Stop();
   if (consumer) consumer->Stop();
-  if (records) records->Stop();
-  (*relay)->Stop();
+  for (Relay* r : std::vector<Relay*>{records.get(), relay.get()}) {
+    if (r) r->Stop();
+  }
+}
 
-  // ---- the report, read back from the store ----
+// ---- chaos ----------------------------------------------------------------------
+
+// The worker process that will be killed: this binary re-executed
+// (ChildWorker), reporting on a pipe when it hangs mid-handler.
+absl::Status DemoRun::StartChildWorker() {
+  int fds[2];
+  if (pipe(fds) != 0) return absl::UnavailableError("pipe failed");
+  const std::string fd_arg = std::to_string(fds[1]);
+  // Every order makes at least 2 work items (audit + 3 payment subscriptions).
+  const std::string hang_arg = std::to_string(std::min(kChildHangAfter, f.households * f.orders));
+  child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) {
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+    }
+    std::vector<const char*> argv = {"outbox", "demo", "petshop", "--db", f.db.c_str()};
+    if (!f.config.empty()) {  // else the child uses the built-in config too
+      argv.push_back("--config");
+      argv.push_back(f.config.c_str());
+    }
+    for (const char* a : {"--child-worker-fd", fd_arg.c_str(), "--child-hang-after",
+                          hang_arg.c_str(), static_cast<const char*>(nullptr)}) {
+      argv.push_back(a);
+    }
+    execv("/proc/self/exe", const_cast<char* const*>(argv.data()));
+    _exit(127);
+  }
+  close(fds[1]);
+  child_pipe = fds[0];
+  say(fmt::format("chaos: worker process {} started (it will be killed with SIGKILL mid-handler)",
+                  child));
+  return absl::OkStatus();
+}
+
+// Waits until the worker process holds a claim mid-handler, then SIGKILLs it
+// and counts the claims it left behind (read from the store).
+void DemoRun::KillChildMidHandler() {
+  if (child <= 0) return;
+  const std::string child_owner = fmt::format("demo-child-{}", child);
+  pollfd p{child_pipe, POLLIN, 0};
+  char c = 0;
+  if (poll(&p, 1, 30000) == 1 && read(child_pipe, &c, 1) == 1 && c == 'H') child_hung = true;
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  close(child_pipe);
+  killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  for (const auto& [key, w] : work) {
+    auto row = st.inbox->Get(w.key());
+    if (row.ok() && row->has_value() && (*row)->status == InboxStatus::kPending &&
+        (*row)->owner == child_owner) {
+      ++orphaned_claims;
+    }
+  }
+  say(fmt::format("chaos: worker process {} killed with SIGKILL ({} claim(s) left mid-handler)",
+                  child, orphaned_claims));
+}
+
+// Duplicate deliveries: the stored rows of completed events sent to the queue again.
+void DemoRun::SendDuplicates() {
+  std::set<std::string> first;
+  for (const auto& [key, w] : work) {
+    if (first.size() >= 4) break;
+    if (w.subscription == "mirror-to-shop") first.insert(key);
+  }
+  std::set<std::string> ignore;
+  Settle(first, 30, &ignore);
+  for (const auto& key : first) {
+    const Envelope& e = work.at(key).event;
+    GetRequest get;
+    get.table = cfg.events_table;
+    get.key = Item{{"pk", Value::S(EventPk(e.tenant))}, {"sk", Value::S(SeqSortKey(e.seq))}};
+    get.consistent_read = true;
+    auto row = st.store->GetItem(get);
+    if (!row.ok() || !row->has_value()) continue;
+    auto m = relay_internal::EventMessage(relay_internal::EventMessageBody(**row), e.tenant,
+                                          e.id + "-duplicate");
+    if (st.queue->Send(kDemoQueue, m).ok()) ++duplicates_sent;
+  }
+  say(fmt::format("chaos: {} duplicate deliveries of completed events sent to the queue",
+                  duplicates_sent));
+}
+
+// ---- the report, read back from the store -----------------------------------------
+
+// The JSON report (`-o json`); "pass" is the verdict.
+json BuildReport(DemoRun& r) {
+  Stack& st = r.st;
   std::map<std::string, json> per_sub;
-  for (const auto& [name, n] : expected_per_sub) {
+  for (const auto& [name, n] : r.expected_per_sub) {
     per_sub[name] = {{"subscription", name}, {"expected", n}, {"effects", 0}, {"runs", 0},
                      {"duplicates", 0},      {"lost", 0},     {"retried", 0}, {"dead", 0}};
   }
-  int64_t duplicates = 0, lost = 0, retried = 0;
+  int64_t duplicates = 0, lost = 0, retried = 0, effects_by_killed = 0;
   std::vector<int64_t> latencies;
-  for (const auto& [key, w] : work) {
+  for (const auto& [key, w] : r.work) {
     json& s = per_sub[w.subscription];
     GetRequest get;
     get.table = kEffects;
@@ -668,7 +685,7 @@ int RunDemo(const DemoFlags& f) {
       ++retried;
       s["retried"] = s["retried"].get<int64_t>() + 1;
     }
-    if (child > 0 && num("worker_pid") == child) ++effects_by_killed;
+    if (r.child > 0 && num("worker_pid") == r.child) ++effects_by_killed;
     latencies.push_back(num("done_at_ms") - num("occurred_at_ms"));
   }
   json subs = json::array();
@@ -679,64 +696,66 @@ int RunDemo(const DemoFlags& f) {
   }
   json chains = json::array();
   bool all_intact = true;
-  for (const auto& t : tenants) {
+  for (const auto& t : r.tenants) {
     auto v = st.engine->VerifyChain(t);
     const bool ok = v.ok() && v->chain_intact;
     all_intact = all_intact && ok;
     chains.push_back({{"tenant", t}, {"chain_intact", ok}, {"events", v.ok() ? v->count : 0}});
   }
-  const bool pass = duplicates == 0 && lost == 0 && dead_after == 0 && all_intact &&
-                    every_sub_complete && emit_errors.load() == 0 && !events.empty();
-  json report = {
+  const bool pass = duplicates == 0 && lost == 0 && r.dead_after == 0 && all_intact &&
+                    every_sub_complete && r.emit_errors.load() == 0 && !r.events.empty();
+  const WorkerMetrics& wm = r.worker->metrics();
+  return {
       {"scenario", "petshop"},
-      {"chaos", f.chaos},
-      {"run", run},
-      {"db", f.db},
-      {"households", f.households},
-      {"orders", f.households * f.orders},
-      {"events", events.size()},
-      {"emit_errors", emit_errors.load()},
-      {"work_items", work.size()},
+      {"chaos", r.f.chaos},
+      {"run", r.run},
+      {"db", r.f.db},
+      {"households", r.f.households},
+      {"orders", r.f.households * r.f.orders},
+      {"events", r.events.size()},
+      {"emit_errors", r.emit_errors.load()},
+      {"work_items", r.work.size()},
       {"subscriptions", subs},
-      {"row_changes", {{"expected", row_changes_expected}, {"handled", st.row_changes.load()}}},
+      {"row_changes", {{"expected", r.row_changes_expected}, {"handled", st.row_changes.load()}}},
       {"duplicates", duplicates},
       {"lost", lost},
       {"completed_after_retry", retried},
-      {"dead_letters_before_redrive", dead_before},
-      {"redriven", redriven},
-      {"dead_letters_after_redrive", dead_after},
-      {"queue_drained", queue_drained},
+      {"dead_letters_before_redrive", r.dead_before},
+      {"redriven", r.redriven},
+      {"dead_letters_after_redrive", r.dead_after},
+      {"queue_drained", r.queue_drained},
       {"chaos_injected",
-       {{"worker_process_killed", killed},
-        {"killed_worker_pid", child},
-        {"killed_while_in_handler", child_hung},
-        {"claims_left_by_killed_worker", orphaned_claims},
+       {{"worker_process_killed", r.killed},
+        {"killed_worker_pid", r.child},
+        {"killed_while_in_handler", r.child_hung},
+        {"claims_left_by_killed_worker", r.orphaned_claims},
         {"effects_committed_by_killed_worker", effects_by_killed},
-        {"duplicate_deliveries_sent", duplicates_sent}}},
+        {"duplicate_deliveries_sent", r.duplicates_sent}}},
       {"worker",
-       {{"received", worker.metrics().received.load()},
-        {"handler_ok", worker.metrics().handler_ok.load()},
-        {"handler_retry", worker.metrics().handler_retry.load()},
-        {"handler_dead", worker.metrics().handler_dead.load()},
-        {"busy", worker.metrics().busy.load()}}},
+       {{"received", wm.received.load()},
+        {"handler_ok", wm.handler_ok.load()},
+        {"handler_retry", wm.handler_retry.load()},
+        {"handler_dead", wm.handler_dead.load()},
+        {"busy", wm.busy.load()}}},
       {"tenants", chains},
       {"chain_intact", all_intact},
       {"latency_ms",
        {{"p50", Percentile(latencies, 0.50)},
         {"p99", Percentile(latencies, 0.99)},
         {"samples", latencies.size()}}},
-      {"seconds", secs()},
+      {"seconds", r.secs()},
       {"pass", pass},
   };
-  if (f.output == "json") {
-    std::cout << report.dump(2) << "\n";
-    return pass ? kExitOk : kExitFailed;
-  }
+}
+
+// The report as a table (`-o table`, the default).
+void PrintReport(const DemoRun& r, const json& report) {
   std::cout << fmt::format("\noutbox demo petshop{} — {} events, {} households, {:.1f} s ({})\n\n",
-                           f.chaos ? " --chaos" : "", events.size(), f.households, secs(), f.db);
+                           r.f.chaos ? " --chaos" : "", r.events.size(), r.f.households, r.secs(),
+                           r.f.db);
   std::cout << fmt::format("{:<22} {:>8} {:>8} {:>6} {:>7} {:>5} {:>5} {:>5}\n", "subscription",
                            "expected", "effects", "runs", "retried", "dup", "lost", "dead");
-  for (const auto& s : subs) {
+  for (const auto& s : report["subscriptions"]) {
     std::cout << fmt::format("{:<22} {:>8} {:>8} {:>6} {:>7} {:>5} {:>5} {:>5}\n",
                              s["subscription"].get<std::string>(), s["expected"].get<int64_t>(),
                              s["effects"].get<int64_t>(), s["runs"].get<int64_t>(),
@@ -744,28 +763,83 @@ int RunDemo(const DemoFlags& f) {
                              s["lost"].get<int64_t>(), s["dead"].get<int64_t>());
   }
   std::cout << fmt::format("{:<22} {:>8} {:>8}   (BEST_EFFORT row changes: expected, handled)\n\n",
-                           "order-row-changes", row_changes_expected, st.row_changes.load());
+                           "order-row-changes", r.row_changes_expected, r.st.row_changes.load());
   auto line = [](const std::string& k, const std::string& v) {
     std::cout << fmt::format("{:<36} {}\n", k, v);
   };
-  line("duplicates (must be 0)", std::to_string(duplicates));
-  line("lost (must be 0)", std::to_string(lost));
-  line("dead letters before redrive", std::to_string(dead_before));
-  line("dead letters after redrive", std::to_string(dead_after));
-  if (f.chaos) {
-    line("chaos: worker process SIGKILLed", killed ? fmt::format("yes (pid {})", child) : "no");
-    line("chaos: claims it left mid-handler", std::to_string(orphaned_claims));
-    line("chaos: duplicate deliveries sent", std::to_string(duplicates_sent));
-    line("completed after a retry", std::to_string(retried));
+  auto num = [&](const char* k) { return std::to_string(report[k].get<int64_t>()); };
+  line("duplicates (must be 0)", num("duplicates"));
+  line("lost (must be 0)", num("lost"));
+  line("dead letters before redrive", num("dead_letters_before_redrive"));
+  line("dead letters after redrive", num("dead_letters_after_redrive"));
+  if (r.f.chaos) {
+    line("chaos: worker process SIGKILLed", r.killed ? fmt::format("yes (pid {})", r.child) : "no");
+    line("chaos: claims it left mid-handler", std::to_string(r.orphaned_claims));
+    line("chaos: duplicate deliveries sent", std::to_string(r.duplicates_sent));
+    line("completed after a retry", num("completed_after_retry"));
   }
   int intact = 0;
-  for (const auto& c : chains) intact += c["chain_intact"].get<bool>() ? 1 : 0;
-  line("chain intact", fmt::format("{}/{} tenants", intact, chains.size()));
+  for (const auto& c : report["tenants"]) intact += c["chain_intact"].get<bool>() ? 1 : 0;
+  line("chain intact", fmt::format("{}/{} tenants", intact, report["tenants"].size()));
+  const json& lat = report["latency_ms"];
   line("propagation latency p50 / p99",
-       fmt::format("{:.0f} ms / {:.0f} ms ({} runs)", Percentile(latencies, 0.5),
-                   Percentile(latencies, 0.99), latencies.size()));
-  line("result", pass ? "PASS" : "FAIL");
-  return pass ? kExitOk : kExitFailed;
+       fmt::format("{:.0f} ms / {:.0f} ms ({} runs)", lat["p50"].get<double>(),
+                   lat["p99"].get<double>(), lat["samples"].get<size_t>()));
+  line("result", report["pass"].get<bool>() ? "PASS" : "FAIL");
+}
+
+// The scenario in order: pipeline, (chaos: the worker process), shop, (chaos:
+// kill it), worker, (chaos: duplicates), settle, fix + redrive, drain, report.
+int RunDemo(const DemoFlags& f) {
+  auto cfg = f.config.empty() ? config::ParseDaemonConfig(kPetshopConfig, kPetshopConfigSource)
+                              : config::LoadDaemonConfig(f.config);
+  if (!cfg.ok()) {
+    std::cerr << "outbox demo petshop: " << cfg.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (f.child_fd >= 0) return ChildWorker(f, *cfg);
+  spdlog::set_level(spdlog::level::off);
+  DemoRun r(f, *cfg);
+  r.obs.chaos = f.chaos;
+  if (auto s = OpenStack(f, *cfg, &r.obs, &r.st); !s.ok()) {
+    std::cerr << "outbox demo petshop: " << f.db << ": " << s.message() << "\n";
+    return kExitUnavailable;
+  }
+  r.run = fmt::format("demo-{}", Clock::Real()->NowMillis());
+  r.say(fmt::format("{} on {} (run {})", f.chaos ? "chaos demo" : "demo", f.db, r.run));
+  auto step = [](const absl::Status& s) {
+    if (!s.ok()) std::cerr << "outbox demo petshop: " << s.message() << "\n";
+    return s.ok();
+  };
+  if (!step(r.StartPipeline())) return kExitUnavailable;
+  if (f.chaos && !step(r.StartChildWorker())) return kExitUnavailable;
+  if (!f.chaos && !step(r.StartWorker())) return kExitUnavailable;
+  r.Shop();
+  if (!step(r.CollectWork())) return kExitUnavailable;
+  if (f.chaos) {
+    r.KillChildMidHandler();
+    if (!step(r.StartWorker())) return kExitUnavailable;
+    r.SendDuplicates();
+  }
+  std::set<std::string> all_keys;
+  for (const auto& [k, _] : r.work) all_keys.insert(k);
+  r.unsettled = r.Settle(all_keys, 120, &r.dead_seen);
+  r.say(fmt::format("first pass settled ({} unsettled): {} dead", r.unsettled, r.dead_seen.size()));
+  ops::OpsOptions oo;
+  oo.queue = kDemoQueue;
+  ops::Ops ops(r.st.engine.get(), r.st.store.get(), r.st.queue.get(), &r.st.router, Clock::Real(),
+               oo);
+  r.dead_before = r.CountDead(ops);
+  r.FixAndRedrive(ops);
+  r.dead_after = r.CountDead(ops);
+  r.DrainAndStop();
+  const json report = BuildReport(r);
+  if (f.output == "json") {
+    std::cout << report.dump(2) << "\n";
+  } else {
+    PrintReport(r, report);
+  }
+  return report["pass"].get<bool>() ? kExitOk : kExitFailed;
 }
 
 void AddDemo(CLI::App& app) {
