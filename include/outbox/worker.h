@@ -112,11 +112,16 @@ struct WorkerMetrics {
   std::atomic<int64_t> visibility_extended{0};  // receipts extended to cover a claim
   std::atomic<int64_t> busy{0};                 // claims refused: another worker holds the lease
   std::atomic<int64_t> errors{0};               // store/queue errors (message left for redelivery)
-  // Per subscription (docs/OPERATIONS.md): outcome = completed | retry | dead | lease_lost | busy.
-  metrics::LabeledCounter deliveries{{"subscription", "outcome"}};
-  metrics::LabeledHistogram handler_duration{{"subscription"}};  // seconds (steady clock)
-  metrics::LabeledHistogram propagation_latency{
-      {"subscription"}};  // completion - occurred_at, seconds
+  // Per subscription (docs/OPERATIONS.md), labels subscription and outcome =
+  // completed | retry | dead | lease_lost | busy.
+  prometheus::Family<prometheus::Counter> deliveries{
+      "outbox_deliveries_total", "Handler deliveries by subscription and outcome", {}};
+  // Seconds (steady clock), label subscription; buckets metrics::LatencyBuckets().
+  prometheus::Family<prometheus::Histogram> handler_duration{
+      "outbox_handler_duration_seconds", "Handler run time by subscription", {}};
+  // Completion - occurred_at, seconds, label subscription.
+  prometheus::Family<prometheus::Histogram> propagation_latency{
+      "outbox_propagation_latency_seconds", "Completion time minus the event's occurred_at", {}};
 };
 
 class DurableWorker {

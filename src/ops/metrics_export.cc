@@ -8,20 +8,21 @@
 
 namespace outbox::ops {
 
-using metrics::Family;
-using metrics::Sample;
-using metrics::Type;
+using prometheus::MetricFamily;
+using Type = prometheus::MetricType;
 
 namespace {
-Family One(std::string name, std::string help, Type type, double v, metrics::Labels labels = {}) {
-  return Family{
-      std::move(name), std::move(help), type, {Sample{std::move(labels), v, std::nullopt}}};
+MetricFamily One(std::string name, std::string help, Type type, double v,
+                 const metrics::Labels& labels = {}) {
+  MetricFamily f = metrics::NewFamily(std::move(name), std::move(help), type);
+  metrics::AddSample(&f, labels, v);
+  return f;
 }
 }  // namespace
 
 void Ops::RegisterMetrics(metrics::Registry* r) {
   auto errors = std::make_shared<std::atomic<int64_t>>(0);
-  r->AddCollector([this, errors](std::vector<Family>* out) {
+  r->AddCollector([this, errors](std::vector<MetricFamily>* out) {
     StatusOptions so;
     so.verify_chain = false;
     so.inbox_counts = false;
@@ -30,58 +31,53 @@ void Ops::RegisterMetrics(metrics::Registry* r) {
       (*errors)++;
       spdlog::warn("ops: metrics scrape failed: {}", std::string(st.status().message()));
     } else {
-      out->push_back(One("outbox_queue_depth", "Messages visible in the event queue", Type::kGauge,
+      out->push_back(One("outbox_queue_depth", "Messages visible in the event queue", Type::Gauge,
                          static_cast<double>(st->queue.visible), {{"queue", st->queue.name}}));
       out->push_back(One("outbox_queue_in_flight",
-                         "Messages received and not yet deleted (in flight)", Type::kGauge,
+                         "Messages received and not yet deleted (in flight)", Type::Gauge,
                          static_cast<double>(st->queue.in_flight), {{"queue", st->queue.name}}));
       out->push_back(One("outbox_queue_oldest_message_age_seconds",
-                         "Age of the oldest message in the event queue", Type::kGauge,
+                         "Age of the oldest message in the event queue", Type::Gauge,
                          st->queue.oldest_age_seconds, {{"queue", st->queue.name}}));
       out->push_back(One("outbox_dlq_depth", "Messages in the event queue's dead-letter queue",
-                         Type::kGauge,
+                         Type::Gauge,
                          static_cast<double>(st->dlq.visible + st->dlq.in_flight + st->dlq.delayed),
                          {{"queue", st->dlq.name}}));
-      Family dl{"outbox_dead_letters",
-                "Dead letters in state DEAD (not redriven), per tenant",
-                Type::kGauge,
-                {}};
-      Family lag{"outbox_relay_lag_events",
-                 "Events emitted but not yet forwarded by the relay, per tenant",
-                 Type::kGauge,
-                 {}};
+      MetricFamily dl = metrics::NewFamily(
+          "outbox_dead_letters", "Dead letters in state DEAD (not redriven), per tenant",
+          Type::Gauge);
+      MetricFamily lag = metrics::NewFamily(
+          "outbox_relay_lag_events",
+          "Events emitted but not yet forwarded by the relay, per tenant", Type::Gauge);
       for (const auto& t : st->tenants) {
-        dl.samples.push_back(
-            Sample{{{"tenant", t.tenant}}, static_cast<double>(t.dead_letters), std::nullopt});
-        lag.samples.push_back(
-            Sample{{{"tenant", t.tenant}}, static_cast<double>(t.relay_lag_events), std::nullopt});
+        metrics::AddSample(&dl, {{"tenant", t.tenant}}, static_cast<double>(t.dead_letters));
+        metrics::AddSample(&lag, {{"tenant", t.tenant}}, static_cast<double>(t.relay_lag_events));
       }
       out->push_back(std::move(dl));
       out->push_back(std::move(lag));
       out->push_back(
           One("outbox_relay_oldest_unforwarded_seconds",
               "Age of the oldest event not yet forwarded by the relay (max over tenants)",
-              Type::kGauge, st->relay.lag_seconds));
+              Type::Gauge, st->relay.lag_seconds));
       out->push_back(One("outbox_relay_poison_records",
-                         "Change records the relay could not forward (stored)", Type::kGauge,
+                         "Change records the relay could not forward (stored)", Type::Gauge,
                          static_cast<double>(st->relay.errors)));
       out->push_back(One("outbox_poison_pills",
                          "Worker poison pills recorded (bodies that are not envelopes)",
-                         Type::kGauge, static_cast<double>(st->poison_pills)));
+                         Type::Gauge, static_cast<double>(st->poison_pills)));
     }
-    Family chain{"outbox_chain_intact",
-                 "1 when the tenant's hash chain verified intact at the last reconcile",
-                 Type::kGauge,
-                 {}};
+    MetricFamily chain = metrics::NewFamily(
+        "outbox_chain_intact",
+        "1 when the tenant's hash chain verified intact at the last reconcile", Type::Gauge);
     {
       util::MutexLock lock(impl_->chain_mu);
       for (const auto& [tenant, ok] : impl_->chain_intact) {
-        chain.samples.push_back(Sample{{{"tenant", tenant}}, ok ? 1.0 : 0.0, std::nullopt});
+        metrics::AddSample(&chain, {{"tenant", tenant}}, ok ? 1.0 : 0.0);
       }
     }
     out->push_back(std::move(chain));
     out->push_back(One("outbox_ops_scrape_errors_total", "Scrapes whose store/queue reads failed",
-                       Type::kCounter, static_cast<double>(errors->load())));
+                       Type::Counter, static_cast<double>(errors->load())));
   });
 }
 
@@ -106,12 +102,9 @@ void RegisterWorkerMetrics(metrics::Registry* r, const WorkerMetrics& m) {
     &m.visibility_extended);
   c("outbox_worker_errors_total", "Store/queue errors in the worker (message left)", &m.errors);
   c("outbox_dead_lettered_total", "Handler runs marked DEAD", &m.handler_dead);
-  r->AddCounter("outbox_deliveries_total", "Handler deliveries by subscription and outcome",
-                &m.deliveries);
-  r->AddHistogram("outbox_handler_duration_seconds", "Handler run time by subscription",
-                  &m.handler_duration);
-  r->AddHistogram("outbox_propagation_latency_seconds",
-                  "Completion time minus the event's occurred_at", &m.propagation_latency);
+  r->Add(&m.deliveries);
+  r->Add(&m.handler_duration);
+  r->Add(&m.propagation_latency);
 }
 
 void RegisterRelayMetrics(metrics::Registry* r, const RelayMetrics& m) {

@@ -309,55 +309,47 @@ absl::Status WebhookSubscriber::Post(const std::string& body,
 
 void RegisterWebhookMetrics(metrics::Registry* r,
                             const std::vector<std::unique_ptr<WebhookSubscriber>>* subscribers) {
-  r->AddCollector([subscribers](std::vector<metrics::Family>* out) {
-    using metrics::Family;
-    using metrics::Sample;
-    Family deliveries{"outbox_webhook_deliveries_total",
-                      "Webhook runs by subscription and outcome (delivered = 2xx, retryable = "
-                      "408/429/5xx/timeout/connection error, terminal = other answers, "
-                      "circuit_open = failed fast without a request)",
-                      metrics::Type::kCounter,
-                      {}};
-    Family in_flight{"outbox_webhook_requests_in_flight",
-                     "Webhook requests in flight",
-                     metrics::Type::kGauge,
-                     {}};
-    Family duration{"outbox_webhook_request_duration_seconds",
-                    "Webhook HTTP request duration (any answer or error)",
-                    metrics::Type::kHistogram,
-                    {}};
-    Family state{"outbox_webhook_circuit_state",
-                 "Circuit breaker state per webhook subscription (1 = current state)",
-                 metrics::Type::kGauge,
-                 {}};
-    Family opens{"outbox_webhook_circuit_opens_total",
-                 "Times the circuit breaker opened (endpoint failing)",
-                 metrics::Type::kCounter,
-                 {}};
+  r->AddCollector([subscribers](std::vector<prometheus::MetricFamily>* out) {
+    using prometheus::MetricType;
+    using metrics::AddSample;
+    auto deliveries = metrics::NewFamily(
+        "outbox_webhook_deliveries_total",
+        "Webhook runs by subscription and outcome (delivered = 2xx, retryable = "
+        "408/429/5xx/timeout/connection error, terminal = other answers, "
+        "circuit_open = failed fast without a request)",
+        MetricType::Counter);
+    auto in_flight = metrics::NewFamily("outbox_webhook_requests_in_flight",
+                                        "Webhook requests in flight", MetricType::Gauge);
+    auto duration = metrics::NewFamily("outbox_webhook_request_duration_seconds",
+                                       "Webhook HTTP request duration (any answer or error)",
+                                       MetricType::Histogram);
+    auto state = metrics::NewFamily(
+        "outbox_webhook_circuit_state",
+        "Circuit breaker state per webhook subscription (1 = current state)", MetricType::Gauge);
+    auto opens = metrics::NewFamily("outbox_webhook_circuit_opens_total",
+                                    "Times the circuit breaker opened (endpoint failing)",
+                                    MetricType::Counter);
     for (const auto& w : *subscribers) {
       const std::string& sub = w->options().subscription;
       const WebhookMetrics& m = w->metrics();
       auto outcome = [&](const char* name, int64_t v) {
-        deliveries.samples.push_back(
-            Sample{{{"subscription", sub}, {"outcome", name}}, static_cast<double>(v), {}});
+        AddSample(&deliveries, {{"subscription", sub}, {"outcome", name}},
+                  static_cast<double>(v));
       };
       outcome("delivered", m.delivered.load());
       outcome("retryable", m.retryable.load());
       outcome("terminal", m.terminal.load());
       outcome("circuit_open", m.breaker_rejected.load());
-      in_flight.samples.push_back(
-          Sample{{{"subscription", sub}}, static_cast<double>(m.in_flight.load()), {}});
-      duration.samples.push_back(Sample{{{"subscription", sub}}, 0, m.request_duration.Snapshot()});
+      AddSample(&in_flight, {{"subscription", sub}}, static_cast<double>(m.in_flight.load()));
+      AddSample(&duration, {{"subscription", sub}}, m.request_duration);
       const CircuitBreaker::State now = w->breaker_state();
       for (auto st : {CircuitBreaker::State::kClosed, CircuitBreaker::State::kOpen,
                       CircuitBreaker::State::kHalfOpen}) {
-        state.samples.push_back(
-            Sample{{{"subscription", sub}, {"state", std::string(CircuitBreaker::StateName(st))}},
-                   st == now ? 1.0 : 0.0,
-                   {}});
+        AddSample(&state,
+                  {{"subscription", sub}, {"state", std::string(CircuitBreaker::StateName(st))}},
+                  st == now ? 1.0 : 0.0);
       }
-      opens.samples.push_back(
-          Sample{{{"subscription", sub}}, static_cast<double>(w->breaker_opens()), {}});
+      AddSample(&opens, {{"subscription", sub}}, static_cast<double>(w->breaker_opens()));
     }
     if (subscribers->empty()) return;
     out->push_back(std::move(deliveries));

@@ -97,7 +97,8 @@ struct WebhookMetrics {
   std::atomic<int64_t> breaker_rejected{0};  // runs failed fast while the breaker was open
   std::atomic<int64_t> limit_waits{0};       // runs that waited for a concurrency slot
   std::atomic<int64_t> in_flight{0};
-  metrics::Histogram request_duration;  // seconds per HTTP request (real time), any answer
+  // Seconds per HTTP request (real time), any answer.
+  prometheus::Histogram request_duration{metrics::LatencyBuckets()};
 };
 
 class WebhookSubscriber {

@@ -248,7 +248,7 @@ bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item
       return true;
     case Claim::Outcome::kBusy:
       metrics.busy++;
-      metrics.deliveries.Add({sub.name, "busy"});
+      metrics.deliveries.Add({{"subscription", sub.name}, {"outcome", "busy"}}).Increment();
       spdlog::info(
           "worker: busy (leased elsewhere) tenant={} event={} correlation={} subscription={} "
           "attempt={}",
@@ -263,9 +263,8 @@ bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item
       clock->Now() + sub.options.handler_timeout);
   const auto started = std::chrono::steady_clock::now();
   worker::HandlerRun run = worker::RunHandler(sub.handler, ctx, e, sub.options.handler_timeout);
-  metrics.handler_duration.Observe(
-      {sub.name},
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  metrics.handler_duration.Add({{"subscription", sub.name}}, metrics::LatencyBuckets())
+      .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (!run.status.ok()) return Fail(m, e, item, sub, key, *claim, run.status, retried);
 
   absl::Status done =
@@ -273,9 +272,9 @@ bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item
   if (done.ok()) {
     Tell(e, sub, WorkerOutcome::Kind::kCompleted, claim->attempt);
     metrics.handler_ok++;
-    metrics.deliveries.Add({sub.name, "completed"});
-    metrics.propagation_latency.Observe(
-        {sub.name}, static_cast<double>(clock->NowMillis() - e.occurred_at_ms) / 1000.0);
+    metrics.deliveries.Add({{"subscription", sub.name}, {"outcome", "completed"}}).Increment();
+    metrics.propagation_latency.Add({{"subscription", sub.name}}, metrics::LatencyBuckets())
+        .Observe(static_cast<double>(clock->NowMillis() - e.occurred_at_ms) / 1000.0);
     spdlog::info("worker: completed tenant={} event={} correlation={} subscription={} attempt={}",
                  e.tenant, e.id, e.correlation_id, sub.name, claim->attempt);
     return true;
@@ -285,7 +284,7 @@ bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item
   if (row.ok() && *row &&
       ((*row)->token != claim->token || (*row)->status != InboxStatus::kPending)) {
     metrics.lease_lost++;
-    metrics.deliveries.Add({sub.name, "lease_lost"});
+    metrics.deliveries.Add({{"subscription", sub.name}, {"outcome", "lease_lost"}}).Increment();
     spdlog::warn(
         "worker: lease lost tenant={} event={} correlation={} subscription={} attempt={}: {}",
         e.tenant, e.id, e.correlation_id, sub.name, claim->attempt, std::string(done.message()));
@@ -313,7 +312,7 @@ bool DurableWorker::Impl::Fail(const ReceivedMessage& m, const Envelope& e, cons
     }
     Tell(e, sub, WorkerOutcome::Kind::kDead, claim.attempt);
     metrics.handler_dead++;
-    metrics.deliveries.Add({sub.name, "dead"});
+    metrics.deliveries.Add({{"subscription", sub.name}, {"outcome", "dead"}}).Increment();
     spdlog::error(
         "worker: DEAD ({}) tenant={} event={} correlation={} subscription={} attempt={} "
         "receive={}: {}",
@@ -332,7 +331,7 @@ bool DurableWorker::Impl::Fail(const ReceivedMessage& m, const Envelope& e, cons
   }
   Tell(e, sub, WorkerOutcome::Kind::kRetry, claim.attempt);
   metrics.handler_retry++;
-  metrics.deliveries.Add({sub.name, "retry"});
+  metrics.deliveries.Add({{"subscription", sub.name}, {"outcome", "retry"}}).Increment();
   *retried = true;
   spdlog::warn(
       "worker: retry tenant={} event={} correlation={} subscription={} attempt={} receive={}: {}",

@@ -506,13 +506,13 @@ TEST_F(Serve, WebhooksSignedRetriedAndDeadLettered) {
         auto m = c.Get("/metrics");
         metrics_text = m && m->status == 200 ? m->body : "";
         return metrics_text.find(
-                   "outbox_deliveries_total{subscription=\"broken\",outcome=\"completed\"} 5") !=
+                   "outbox_deliveries_total{outcome=\"completed\",subscription=\"broken\"} 5") !=
                std::string::npos;
       },
       15))
       << metrics_text;
   EXPECT_NE(
-      metrics_text.find("outbox_deliveries_total{subscription=\"broken\",outcome=\"dead\"} 5"),
+      metrics_text.find("outbox_deliveries_total{outcome=\"dead\",subscription=\"broken\"} 5"),
       std::string::npos)
       << metrics_text;
   // The webhook subscribers' own metrics: HTTP outcomes as the receiver saw them.

@@ -248,14 +248,16 @@ TEST(ExpositionParser, RejectsMalformedText) {
 
 TEST(Registry, EscapesLabelValuesAndRendersHistograms) {
   metrics::Registry r;
-  metrics::LabeledCounter c({"subscription", "outcome"});
-  c.Add({"we\"ird\\name\nx", "completed"}, 2);
-  metrics::Histogram h({0.1, 1});
+  prometheus::Family<prometheus::Counter> c("x_total", "help with \\ backslash", {});
+  c.Add({{"subscription", "we\"ird\\name\nx"}, {"outcome", "completed"}}).Increment(2);
+  prometheus::Histogram h({0.1, 1});
   h.Observe(0.05);
   h.Observe(0.5);
   h.Observe(7);
-  r.AddCounter("x_total", "help with \\ backslash", &c);
+  r.Add(&c);
   r.AddHistogram("lat_seconds", "latency", &h);
+  // A second family of the same name is merged into one (one TYPE line).
+  r.AddCounter("x_total", "again", [] { return 5.0; });
   std::string text = r.RenderPrometheus();
   Parsed p = ParseExposition(text);
   ASSERT_EQ(p.error, "") << text;
@@ -264,6 +266,8 @@ TEST(Registry, EscapesLabelValuesAndRendersHistograms) {
   EXPECT_EQ(Value(p, "lat_seconds_bucket", {{"le", "1"}}), 2);
   EXPECT_EQ(Value(p, "lat_seconds_bucket", {{"le", "+Inf"}}), 3);
   EXPECT_DOUBLE_EQ(Value(p, "lat_seconds_sum"), 7.55);
+  EXPECT_NE(text.find("\nx_total 5\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("# TYPE x_total"), text.rfind("# TYPE x_total")) << text;
 }
 
 class Metrics : public Pipeline {};
