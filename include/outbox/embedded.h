@@ -51,6 +51,9 @@ struct EmbeddedOptions {
   EventQueueOptions event_queue;
   // The standard queue of row.* record changes (BEST_EFFORT lane).
   std::string record_queue = "outbox-records";
+  // Entity tables for the record-change relay, created when absent (hash key
+  // pk S, range key sk S, change feed on). An existing table is left as it is.
+  std::vector<std::string> record_tables;
 };
 
 class Embedded {
@@ -79,6 +82,9 @@ class Embedded {
   // The record-change relay: the given entity tables → the record queue.
   absl::StatusOr<std::unique_ptr<RecordChangeRelay>> NewRecordRelay(
       std::vector<std::string> tables);
+  // The same with every option; queue and relay_state_table left at their
+  // defaults become this stack's; empty tables: options().record_tables.
+  absl::StatusOr<std::unique_ptr<RecordChangeRelay>> NewRecordRelay(RecordRelayOptions options);
   // A durable worker over the DURABLE subscriptions registered here
   // (options.queue defaults to this stack's event queue). Init() is run, so
   // a lease that does not fit the queue's visibility timeout fails here.

@@ -2,6 +2,7 @@
 // one place for programs that use the library.
 #include "outbox/embedded.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -55,6 +56,7 @@ absl::StatusOr<std::unique_ptr<Embedded>> Embedded::Open(EmbeddedOptions options
   auto queue = SqliteQueue::Open(m.db, m.clock);
   if (!queue.ok()) return queue.status();
   m.queue = *std::move(queue);
+  if (options.engine.clock == nullptr) options.engine.clock = m.clock;
   auto engine = Engine::Open(m.store.get(), options.engine);
   if (!engine.ok()) return engine.status();
   m.engine = *std::move(engine);
@@ -66,6 +68,23 @@ absl::StatusOr<std::unique_ptr<Embedded>> Embedded::Open(EmbeddedOptions options
   if (auto s = m.inbox->EnsureTables(); !s.ok()) return s;
   if (auto a = EnsureEventQueue(m.queue.get(), options.queue, options.event_queue); !a.ok()) {
     return a.status();
+  }
+  if (!options.record_tables.empty()) {
+    auto existing = m.store->ListTables();
+    if (!existing.ok()) return existing.status();
+    for (const auto& t : options.record_tables) {
+      if (std::find(existing->begin(), existing->end(), t) != existing->end()) continue;
+      TableSpec spec;
+      spec.name = t;
+      spec.hash_key = {"pk", Type::S};
+      spec.range_key = KeyAttribute{"sk", Type::S};
+      spec.stream_enabled = true;
+      if (auto s = m.store->CreateTable(spec);
+          !s.ok() && s.code() != absl::StatusCode::kAlreadyExists) {
+        return absl::Status(s.code(),
+                            fmt::format("record_tables: {}: {}", t, std::string(s.message())));
+      }
+    }
   }
   m.options = std::move(options);
   return e;
@@ -124,11 +143,18 @@ absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> Embedded::NewRelay(RelayOptions
 
 absl::StatusOr<std::unique_ptr<RecordChangeRelay>> Embedded::NewRecordRelay(
     std::vector<std::string> tables) {
-  Impl& m = *impl_;
   RecordRelayOptions o;
   o.tables = std::move(tables);
-  o.queue = m.options.record_queue;
-  o.relay_state_table = m.options.engine.relay_state_table;
+  return NewRecordRelay(std::move(o));
+}
+
+absl::StatusOr<std::unique_ptr<RecordChangeRelay>> Embedded::NewRecordRelay(RecordRelayOptions o) {
+  Impl& m = *impl_;
+  const RecordRelayOptions defaults;
+  if (o.tables.empty()) o.tables = m.options.record_tables;
+  if (o.queue == defaults.queue) o.queue = m.options.record_queue;
+  if (o.relay_state_table == defaults.relay_state_table)
+    o.relay_state_table = m.options.engine.relay_state_table;
   return RecordChangeRelay::Open(m.store.get(), m.queue.get(), m.clock, std::move(o));
 }
 

@@ -17,19 +17,16 @@
 #include "nlohmann/json.hpp"
 #include "outbox/catalog.h"
 #include "outbox/ddb_json.h"
+#include "outbox/embedded.h"
 #include "outbox/engine.h"
 #include "outbox/envelope_codec.h"
 #include "outbox/inbox.h"
 #include "outbox/relay.h"
 #include "outbox/worker.h"
-#include "queue/sqlite/sqlite_queue.h"
-#include "routing/router.h"
 #include "server/http_util.h"
 #include "server/ops_routes.h"
 #include "server/webhook.h"
 #include "spdlog/spdlog.h"
-#include "sqlite/database.h"
-#include "store/sqlite/sqlite_store.h"
 #include "util/absl_compat.h"
 
 namespace outbox::server {
@@ -39,13 +36,12 @@ using nlohmann::json;
 struct Daemon::Impl {
   config::DaemonConfig cfg;
   Clock* clock = nullptr;
-  std::shared_ptr<sqlite::Database> db;
-  std::unique_ptr<SqliteStore> store;
-  std::unique_ptr<SqliteQueue> queue;
-  std::unique_ptr<Engine> engine;
-  routing::Router router;
+  // The embedded stack (store, queue, engine, inbox, one subscription
+  // registry), wired where every embedded program gets it: outbox::Embedded.
+  std::unique_ptr<Embedded> stack;
+  Engine* engine = nullptr;
+  Queue* queue = nullptr;
   std::vector<std::unique_ptr<WebhookSubscriber>> webhooks;
-  std::unique_ptr<Inbox> inbox;
   std::unique_ptr<ChangeFeedRelay> relay;
   std::unique_ptr<RecordChangeRelay> record_relay;
   // Both relays through their one lifecycle (Relay): started, stopped and
@@ -93,102 +89,57 @@ absl::Status LogHandler(const std::string& name, HandlerContext&, const Envelope
 }  // namespace
 
 absl::Status Daemon::Impl::OpenAll() {
-  std::error_code ec;
-  auto parent = std::filesystem::path(cfg.store_path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  sqlite::DatabaseOptions dbo;
-  dbo.path = cfg.store_path;
-  auto d = sqlite::Database::Open(dbo);
-  if (!d.ok()) return Prefixed(d.status(), "store.path " + cfg.store_path);
-  db = *std::move(d);
-  auto s = SqliteStore::Open(db, clock);
-  if (!s.ok()) return Prefixed(s.status(), "store.path " + cfg.store_path);
-  store = *std::move(s);
-  auto q = SqliteQueue::Open(db, clock);
-  if (!q.ok()) return Prefixed(q.status(), "queue");
-  queue = *std::move(q);
-
-  EngineOptions eo;
-  eo.events_table = cfg.events_table;
-  eo.inbox_table = cfg.inbox_table;
-  eo.dead_letters_table = cfg.dead_letters_table;
-  eo.relay_state_table = cfg.relay_state_table;
-  eo.clock = clock;
-  eo.strict_catalog = cfg.strict && cfg.catalog.catalog.size() > 0;
-  for (const auto& t : cfg.catalog.catalog.List()) eo.declared_types.insert(t.type);
-  auto e = Engine::Open(store.get(), eo);
-  if (!e.ok()) return Prefixed(e.status(), "engine");
-  engine = *std::move(e);
-  if (auto st = engine->EnsureTables(); !st.ok()) return st;
-
-  // The FIFO event queue and its DLQ.
-  EventQueueOptions qo;
-  qo.visibility_timeout = cfg.visibility_timeout;
-  qo.max_receive_count = cfg.max_receive_count;
-  if (auto a = EnsureEventQueue(queue.get(), cfg.queue, qo); !a.ok()) return a.status();
-
-  // Entity tables of the record-change relay: created with a change feed when absent.
-  if (!cfg.record_tables.empty()) {
-    auto existing = store->ListTables();
-    if (!existing.ok()) return existing.status();
-    for (const auto& t : cfg.record_tables) {
-      if (std::find(existing->begin(), existing->end(), t) != existing->end()) continue;
-      TableSpec spec;
-      spec.name = t;
-      spec.hash_key = {"pk", Type::S};
-      spec.range_key = KeyAttribute{"sk", Type::S};
-      spec.stream_enabled = true;
-      if (auto st = store->CreateTable(spec);
-          !st.ok() && st.code() != absl::StatusCode::kAlreadyExists) {
-        return Prefixed(st, "records.tables: " + t);
-      }
-    }
-  }
+  EmbeddedOptions so;
+  so.path = cfg.store_path;
+  so.clock = clock;
+  so.engine.events_table = cfg.events_table;
+  so.engine.inbox_table = cfg.inbox_table;
+  so.engine.dead_letters_table = cfg.dead_letters_table;
+  so.engine.relay_state_table = cfg.relay_state_table;
+  so.engine.clock = clock;
+  so.engine.strict_catalog = cfg.strict && cfg.catalog.catalog.size() > 0;
+  for (const auto& t : cfg.catalog.catalog.List()) so.engine.declared_types.insert(t.type);
+  so.queue = cfg.queue;  // the FIFO event queue and its DLQ
+  so.event_queue.visibility_timeout = cfg.visibility_timeout;
+  so.event_queue.max_receive_count = cfg.max_receive_count;
+  so.record_queue = cfg.records_queue;
+  so.record_tables = cfg.record_tables;  // created with a change feed when absent
+  auto opened = Embedded::Open(std::move(so));
+  if (!opened.ok()) return Prefixed(opened.status(), "store.path " + cfg.store_path);
+  stack = *std::move(opened);
+  engine = stack->engine();
+  queue = stack->queue();
 
   if (auto st = BindSubscriptions(); !st.ok()) return st;
 
-  InboxOptions io;
-  io.table = cfg.inbox_table;
-  io.dead_letters_table = cfg.dead_letters_table;
-  inbox = std::make_unique<Inbox>(store.get(), clock, io);
-
   RelayOptions ro;
-  ro.events_table = cfg.events_table;
-  ro.relay_state_table = cfg.relay_state_table;
-  ro.queue = cfg.queue;
   ro.batch = cfg.relay_batch;
-  auto r = ChangeFeedRelay::Open(store.get(), queue.get(), clock, ro);
+  auto r = stack->NewRelay(ro);
   if (!r.ok()) return Prefixed(r.status(), "relay");
   relay = *std::move(r);
 
   if (!cfg.record_tables.empty()) {
     RecordRelayOptions rro;
-    rro.tables = cfg.record_tables;
     rro.tenant_key_prefix = cfg.tenant_key_prefix;
-    rro.queue = cfg.records_queue;
-    rro.relay_state_table = cfg.relay_state_table;
-    auto rr = RecordChangeRelay::Open(store.get(), queue.get(), clock, rro);
+    auto rr = stack->NewRecordRelay(rro);
     if (!rr.ok()) return Prefixed(rr.status(), "records");
     record_relay = *std::move(rr);
   }
 
   WorkerOptions wo;
-  wo.queue = cfg.queue;
   wo.threads = cfg.worker_threads;
   wo.batch = cfg.worker_batch;
   wo.max_receive_count = cfg.max_receive_count;
   wo.backoff_with_visibility = cfg.backoff_with_visibility;
-  worker =
-      std::make_unique<DurableWorker>(store.get(), queue.get(), inbox.get(), &router, clock, wo);
-  if (auto st = worker->Init(); !st.ok()) return Prefixed(st, "worker");
+  auto w = stack->NewWorker(wo);
+  if (!w.ok()) return Prefixed(w.status(), "worker");
+  worker = *std::move(w);
   if (has_best_effort) {
-    RecordConsumerOptions rco;
-    rco.queue = cfg.records_queue;
-    record_consumer = std::make_unique<RecordChangeConsumer>(queue.get(), &router, clock, rco);
+    auto c = stack->NewRecordConsumer();
+    if (!c.ok()) return Prefixed(c.status(), "records consumer");
+    record_consumer = *std::move(c);
   }
-  ops::OpsOptions oo;
-  oo.queue = cfg.queue;
-  ops = std::make_unique<ops::Ops>(engine.get(), store.get(), queue.get(), &router, clock, oo);
+  ops = stack->NewOps();
   ops->RegisterMetrics(&registry);
   ops::RegisterEngineMetrics(&registry, engine->metrics());
   ops::RegisterRelayMetrics(&registry, relay->metrics());
@@ -231,12 +182,9 @@ absl::Status Daemon::Impl::BindSubscriptions() {
     }
     const std::string where =
         fmt::format("{}:{}: subscriptions[{}] ({})", cfg.source, d.line, i, sub.name);
-    if (sub.lane == Lane::kDurable || sub.lane == Lane::kBestEffort) {
-      if (sub.lane == Lane::kBestEffort) has_best_effort = true;
-      if (auto st = router.Add(std::move(sub)); !st.ok()) return Prefixed(st, where);
-    } else {
-      if (auto st = engine->Subscribe(std::move(sub)); !st.ok()) return Prefixed(st, where);
-    }
+    if (sub.lane == Lane::kBestEffort) has_best_effort = true;
+    // One registry: each lane's dispatcher gets it (DESIGN §3).
+    if (auto st = stack->Subscribe(std::move(sub)); !st.ok()) return Prefixed(st, where);
   }
   return absl::OkStatus();
 }
