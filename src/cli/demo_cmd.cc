@@ -40,18 +40,16 @@
 #include "config/daemon_config.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "outbox/embedded.h"
 #include "outbox/engine.h"
 #include "outbox/envelope_codec.h"
 #include "outbox/inbox.h"
 #include "outbox/ops.h"
 #include "outbox/relay.h"
 #include "outbox/worker.h"
-#include "queue/sqlite/sqlite_queue.h"
 #include "relay/message.h"
 #include "routing/router.h"
 #include "spdlog/spdlog.h"
-#include "sqlite/database.h"
-#include "store/sqlite/sqlite_store.h"
 #include "util/absl_compat.h"
 #include "util/mutex.h"
 
@@ -146,13 +144,17 @@ Handler DurableHandler(const std::string& name, Observed* obs) {
   };
 }
 
+// The demo's embedded stack (outbox::Embedded: the wiring every embedded
+// program gets) and the demo's own view of it.
 struct Stack {
-  std::shared_ptr<sqlite::Database> db;
-  std::unique_ptr<SqliteStore> store;
-  std::unique_ptr<SqliteQueue> queue;
-  std::unique_ptr<Engine> engine;
-  std::unique_ptr<Inbox> inbox;
-  routing::Router router;
+  std::unique_ptr<Embedded> e;
+  Store* store = nullptr;
+  Queue* queue = nullptr;
+  Engine* engine = nullptr;
+  Inbox* inbox = nullptr;
+  // The DURABLE subscriptions again, for the report's expectations (which
+  // work items each event must make): an oracle beside the stack's registry.
+  routing::Router expected;
   std::atomic<int64_t> row_changes{0};
 };
 
@@ -179,69 +181,39 @@ absl::Status EnsureTable(Store* store, const TableSpec& spec) {
 
 absl::Status OpenStack(const DemoFlags& f, const config::DaemonConfig& cfg, Observed* obs,
                        Stack* st) {
-  std::error_code ec;
-  auto parent = std::filesystem::path(f.db).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  sqlite::DatabaseOptions dbo;
-  dbo.path = f.db;
-  auto db = sqlite::Database::Open(dbo);
-  if (!db.ok()) return db.status();
-  st->db = *db;
-  auto store = SqliteStore::Open(st->db, Clock::Real());
-  if (!store.ok()) return store.status();
-  st->store = *std::move(store);
-  auto queue = SqliteQueue::Open(st->db, Clock::Real());
-  if (!queue.ok()) return queue.status();
-  st->queue = *std::move(queue);
-  EngineOptions eo;
-  eo.events_table = cfg.events_table;
-  eo.inbox_table = cfg.inbox_table;
-  eo.dead_letters_table = cfg.dead_letters_table;
-  eo.relay_state_table = cfg.relay_state_table;
-  eo.strict_catalog = cfg.strict && cfg.catalog.catalog.size() > 0;
-  for (const auto& t : cfg.catalog.catalog.List()) eo.declared_types.insert(t.type);
-  auto engine = Engine::Open(st->store.get(), eo);
-  if (!engine.ok()) return engine.status();
-  st->engine = *std::move(engine);
-  if (auto s = st->engine->EnsureTables(); !s.ok()) return s;
-  InboxOptions io;
-  io.table = cfg.inbox_table;
-  io.dead_letters_table = cfg.dead_letters_table;
-  st->inbox = std::make_unique<Inbox>(st->store.get(), Clock::Real(), io);
-  if (auto s = st->inbox->EnsureTables(); !s.ok()) return s;
+  EmbeddedOptions eo;
+  eo.path = f.db;
+  eo.engine.events_table = cfg.events_table;
+  eo.engine.inbox_table = cfg.inbox_table;
+  eo.engine.dead_letters_table = cfg.dead_letters_table;
+  eo.engine.relay_state_table = cfg.relay_state_table;
+  eo.engine.strict_catalog = cfg.strict && cfg.catalog.catalog.size() > 0;
+  for (const auto& t : cfg.catalog.catalog.List()) eo.engine.declared_types.insert(t.type);
+  // The demo's own FIFO queue: short visibility so the killed worker's
+  // messages come back quickly.
+  eo.queue = kDemoQueue;
+  eo.event_queue.visibility_timeout = kVisibility;
+  eo.event_queue.max_receive_count = 10;
+  eo.event_queue.dlq = kDemoDlq;
+  eo.record_queue = cfg.records_queue;
+  eo.record_tables = cfg.record_tables;
+  auto e = Embedded::Open(std::move(eo));
+  if (!e.ok()) return e.status();
+  st->e = *std::move(e);
+  st->store = st->e->store();
+  st->queue = st->e->queue();
+  st->engine = st->e->engine();
+  st->inbox = st->e->inbox();
   TableSpec effects;
   effects.name = kEffects;
   effects.hash_key = {"pk", Type::S};
-  if (auto s = EnsureTable(st->store.get(), effects); !s.ok()) return s;
-  for (const auto& t : cfg.record_tables) {
-    TableSpec o;
-    o.name = t;
-    o.hash_key = {"pk", Type::S};
-    o.range_key = KeyAttribute{"sk", Type::S};
-    o.stream_enabled = true;
-    if (auto s = EnsureTable(st->store.get(), o); !s.ok()) return s;
-  }
-  if (!st->queue->GetAttributes(kDemoQueue).ok()) {
-    QueueOptions d;
-    d.fifo = true;
-    if (auto s = st->queue->CreateQueue(kDemoDlq, d);
-        !s.ok() && s.code() != absl::StatusCode::kAlreadyExists) {
-      return s;
-    }
-    QueueOptions q;
-    q.fifo = true;
-    q.visibility_timeout = kVisibility;
-    q.redrive = RedrivePolicy{kDemoDlq, 10};
-    if (auto s = st->queue->CreateQueue(kDemoQueue, q);
-        !s.ok() && s.code() != absl::StatusCode::kAlreadyExists) {
-      return s;
-    }
-  }
+  if (auto s = EnsureTable(st->store, effects); !s.ok()) return s;
   for (Subscription sub : cfg.catalog.subscriptions) {
     if (sub.lane == Lane::kDurable) {
       sub.options.lease = kLease;
       sub.options.handler_timeout = kHandlerTimeout;
       sub.handler = DurableHandler(sub.name, obs);
+      if (auto s = st->expected.Add(sub); !s.ok()) return s;
     } else if (sub.lane == Lane::kBestEffort) {
       sub.handler = [st](HandlerContext&, const Envelope&) {
         st->row_changes.fetch_add(1);
@@ -250,7 +222,7 @@ absl::Status OpenStack(const DemoFlags& f, const config::DaemonConfig& cfg, Obse
     } else {
       continue;
     }
-    if (auto s = st->router.Add(std::move(sub)); !s.ok()) return s;
+    if (auto s = st->e->Subscribe(std::move(sub)); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -265,9 +237,8 @@ int ChildWorker(const DemoFlags& f, const config::DaemonConfig& cfg) {
   obs.notify_fd = f.child_fd;
   Stack st;
   if (!OpenStack(f, cfg, &obs, &st).ok()) return kExitUnavailable;
-  DurableWorker w(st.store.get(), st.queue.get(), st.inbox.get(), &st.router, Clock::Real(),
-                  DemoWorkerOptions(fmt::format("demo-child-{}", getpid())));
-  if (!w.Start().ok()) return kExitUnavailable;
+  auto w = st.e->NewWorker(DemoWorkerOptions(fmt::format("demo-child-{}", getpid())));
+  if (!w.ok() || !(*w)->Start().ok()) return kExitUnavailable;
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
@@ -357,29 +328,24 @@ struct DemoRun {
 // Relay (events -> the demo queue), record relay + consumer (order rows ->
 // BEST_EFFORT), started; the worker made (started by StartWorker).
 absl::Status DemoRun::StartPipeline() {
-  RelayOptions ro;
-  ro.events_table = cfg.events_table;
-  ro.relay_state_table = cfg.relay_state_table;
-  ro.queue = kDemoQueue;
+  RelayOptions ro;  // tables and queue: the stack's
   ro.idle_wait = absl::Milliseconds(50);
-  auto r = ChangeFeedRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), ro);
+  auto r = st.e->NewRelay(ro);
   if (!r.ok()) return Prefixed(r.status(), "relay");
   relay = *std::move(r);
   if (!cfg.record_tables.empty()) {
     RecordRelayOptions rro;
-    rro.tables = cfg.record_tables;
-    rro.tenant_key_prefix = cfg.tenant_key_prefix;
-    rro.queue = cfg.records_queue;
-    rro.relay_state_table = cfg.relay_state_table;
+    rro.tenant_key_prefix = cfg.tenant_key_prefix;  // tables, queue, state table: the stack's
     rro.idle_wait = absl::Milliseconds(50);
-    auto rr = RecordChangeRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), rro);
+    auto rr = st.e->NewRecordRelay(rro);
     if (!rr.ok()) return Prefixed(rr.status(), "records");
     records = *std::move(rr);
     RecordConsumerOptions rco;
     rco.queue = cfg.records_queue;
     rco.wait = absl::Milliseconds(200);
-    consumer =
-        std::make_unique<RecordChangeConsumer>(st.queue.get(), &st.router, Clock::Real(), rco);
+    auto c = st.e->NewRecordConsumer(rco);
+    if (!c.ok()) return Prefixed(c.status(), "records consumer");
+    consumer = *std::move(c);
   }
   relay->Start();
   if (records) records->Start();
@@ -388,9 +354,9 @@ absl::Status DemoRun::StartPipeline() {
   }
   // This process's worker: without --chaos it runs while the households shop;
   // with --chaos it starts once the worker process is dead.
-  worker = std::make_unique<DurableWorker>(st.store.get(), st.queue.get(), st.inbox.get(),
-                                           &st.router, Clock::Real(),
-                                           DemoWorkerOptions(fmt::format("demo-{}", getpid())));
+  auto w = st.e->NewWorker(DemoWorkerOptions(fmt::format("demo-{}", getpid())));
+  if (!w.ok()) return Prefixed(w.status(), "worker");
+  worker = *std::move(w);
   return absl::OkStatus();
 }
 
@@ -474,14 +440,14 @@ absl::Status DemoRun::CollectWork() {
     }
   }
   for (const Envelope& e : events) {
-    for (const Subscription* s : st.router.Match(e, Lane::kDurable)) {
+    for (const Subscription* s : st.expected.Match(e, Lane::kDurable)) {
       work[e.id + ":" + s->name] = Work{e, s->name};
       ++expected_per_sub[s->name];
     }
     if (!cfg.record_tables.empty())
       ++row_changes_expected;  // INSERT with order_placed, MODIFY with payment
   }
-  for (const Subscription* s : st.router.All()) {
+  for (const Subscription* s : st.expected.All()) {
     if (s->lane == Lane::kDurable) expected_per_sub.emplace(s->name, 0);
   }
   return absl::OkStatus();
@@ -825,13 +791,10 @@ int RunDemo(const DemoFlags& f) {
   for (const auto& [k, _] : r.work) all_keys.insert(k);
   r.unsettled = r.Settle(all_keys, 120, &r.dead_seen);
   r.say(fmt::format("first pass settled ({} unsettled): {} dead", r.unsettled, r.dead_seen.size()));
-  ops::OpsOptions oo;
-  oo.queue = kDemoQueue;
-  ops::Ops ops(r.st.engine.get(), r.st.store.get(), r.st.queue.get(), &r.st.router, Clock::Real(),
-               oo);
-  r.dead_before = r.CountDead(ops);
-  r.FixAndRedrive(ops);
-  r.dead_after = r.CountDead(ops);
+  std::unique_ptr<ops::Ops> ops = r.st.e->NewOps();  // on the demo queue
+  r.dead_before = r.CountDead(*ops);
+  r.FixAndRedrive(*ops);
+  r.dead_after = r.CountDead(*ops);
   r.DrainAndStop();
   const json report = BuildReport(r);
   if (f.output == "json") {
