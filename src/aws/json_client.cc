@@ -68,13 +68,16 @@ absl::StatusOr<nlohmann::json> JsonClient::Attempt(std::string_view operation,
   auto j = nlohmann::json::parse(resp->body, nullptr, false);
   if (resp->status == 200) {
     if (j.is_discarded()) {
-      return DdbError(
-          ddb_error::kInternalServerError,
-          fmt::format("{}: response body is not JSON ({} bytes)", operation, resp->body.size()));
+      std::string m =
+          fmt::format("{}: response body is not JSON ({} bytes)", operation, resp->body.size());
+      if (options_.bad_response) return options_.bad_response(std::move(m));
+      return DdbError(ddb_error::kInternalServerError, m);
     }
     return j;
   }
-  return ddbapi::ErrorFromJson(resp->status, j.is_discarded() ? nlohmann::json() : j);
+  const nlohmann::json& err = j.is_discarded() ? nlohmann::json() : j;
+  if (options_.error_mapper) return options_.error_mapper(resp->status, err);
+  return ddbapi::ErrorFromJson(resp->status, err);
 }
 
 absl::StatusOr<nlohmann::json> JsonClient::Call(std::string_view operation,
@@ -89,7 +92,8 @@ absl::StatusOr<nlohmann::json> JsonClient::Call(std::string_view operation,
       return r;
     }
     // Transport errors carry no DynamoDB name (their derived name would read as throttling).
-    bool named = r.status().GetPayload("outbox/ddb-error").has_value();
+    bool named = r.status().GetPayload("outbox/ddb-error").has_value() ||
+                 r.status().GetPayload("outbox/sqs-error").has_value();
     if (named && IsThrottlingError(r.status())) metrics_.throttled++;
     if (attempt >= options_.retry.max_attempts || !IsRetryableAwsError(r.status())) {
       metrics_.failures++;

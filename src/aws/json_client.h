@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,10 @@
 
 namespace outbox::aws {
 
+// Turns a non-200 answer (HTTP status, JSON body or null) into a status
+// whose code says whether a retry can help (Unavailable: yes).
+using ErrorMapper = std::function<absl::Status(int http_status, const nlohmann::json& body)>;
+
 struct JsonClientOptions {
   std::string endpoint;  // required: http(s)://host[:port]
   std::string region;    // required (signing scope)
@@ -38,6 +43,11 @@ struct JsonClientOptions {
   RetryOptions retry;
   Clock* clock = nullptr;  // signing time; null: the real clock
   Sleeper sleeper;         // backoff sleeps; null: real sleep
+  // Non-200 answers; null: DynamoDB's errors (ddbapi::ErrorFromJson, DdbError
+  // statuses). The SQS queue maps onto SqsError statuses.
+  ErrorMapper error_mapper;
+  // Bad JSON in a 200 answer; null: DynamoDB's InternalServerError.
+  std::function<absl::Status(std::string message)> bad_response;
 };
 
 // Counters (monotonic) of one client.

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "outbox/errors.h"
+#include "outbox/queue.h"
 
 namespace outbox::aws {
 
@@ -12,6 +13,11 @@ Sleeper RealSleeper() {
 }
 
 bool IsThrottlingError(const absl::Status& s) {
+  if (s.GetPayload("outbox/sqs-error").has_value()) {  // SQS (queue/sqs)
+    std::string q = SqsErrorName(s);
+    return q == "ThrottlingException" || q == "RequestThrottled" || q == "OverLimit" ||
+           q == "KmsThrottled";
+  }
   std::string n = DdbErrorName(s);
   return n == ddb_error::kThrottling || n == ddb_error::kProvisionedThroughputExceeded ||
          n == "RequestLimitExceeded" || n == ddb_error::kLimitExceeded || n == "ThrottlingError" ||

@@ -1,6 +1,7 @@
-// Starting and stopping DynamoDB Local through scripts/dynamodb-local, without
-// gtest: shared by the test environment (support/dynamodb_local.h, which fails
-// the binary when it does not start) and bench_dynamodb (which skips).
+// Starting and stopping an emulator through its script (scripts/dynamodb-local,
+// scripts/sqs-local), without gtest: shared by the test environments
+// (support/dynamodb_local.h, support/sqs_local.h, which fail the binary when it
+// does not start) and the benchmarks (which skip).
 #pragma once
 
 #include <unistd.h>
@@ -12,23 +13,23 @@
 
 namespace outbox::testing_support {
 
-struct DynamoDbLocalProcess {
+struct EmulatorProcess {
   std::string endpoint;  // http://127.0.0.1:<port>; empty when it did not start
   std::string pid;       // of the emulator we started; empty when not ours
   std::string output;    // what the script said (for the error message)
   std::string script;
 };
 
-// OUTBOX_DYNAMODB_ENDPOINT when set (an emulator already running, not ours);
-// otherwise `scripts/dynamodb-local start --parent <our pid>` (installs the
-// emulator into the cache once; its watchdog stops it if we die).
-inline DynamoDbLocalProcess StartDynamoDbLocal() {
-  DynamoDbLocalProcess r;
-  if (const char* e = std::getenv("OUTBOX_DYNAMODB_ENDPOINT"); e && *e) {
+// `endpoint_env` when set (an emulator already running, not ours); otherwise
+// `scripts/<script> start --parent <our pid>` (installs the emulator into the
+// cache once; its watchdog stops it if we die).
+inline EmulatorProcess StartEmulator(const std::string& script, const char* endpoint_env) {
+  EmulatorProcess r;
+  if (const char* e = std::getenv(endpoint_env); e && *e) {
     r.endpoint = e;
     return r;
   }
-  r.script = std::string(OUTBOX_SOURCE_DIR) + "/scripts/dynamodb-local";
+  r.script = std::string(OUTBOX_SOURCE_DIR) + "/scripts/" + script;
   std::string cmd = r.script + " start --parent " + std::to_string(getpid()) + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) {
@@ -50,11 +51,18 @@ inline DynamoDbLocalProcess StartDynamoDbLocal() {
   return r;
 }
 
-inline void StopDynamoDbLocal(const std::string& pid) {
+inline void StopEmulator(const std::string& script, const std::string& pid) {
   if (pid.empty()) return;
-  std::string cmd = std::string(OUTBOX_SOURCE_DIR) + "/scripts/dynamodb-local stop " + pid;
+  std::string cmd = std::string(OUTBOX_SOURCE_DIR) + "/scripts/" + script + " stop " + pid;
   if (std::system(cmd.c_str()) != 0)
-    std::fprintf(stderr, "dynamodb-local stop %s failed\n", pid.c_str());
+    std::fprintf(stderr, "%s stop %s failed\n", script.c_str(), pid.c_str());
 }
+
+using DynamoDbLocalProcess = EmulatorProcess;
+// OUTBOX_DYNAMODB_ENDPOINT, else scripts/dynamodb-local.
+inline DynamoDbLocalProcess StartDynamoDbLocal() {
+  return StartEmulator("dynamodb-local", "OUTBOX_DYNAMODB_ENDPOINT");
+}
+inline void StopDynamoDbLocal(const std::string& pid) { StopEmulator("dynamodb-local", pid); }
 
 }  // namespace outbox::testing_support

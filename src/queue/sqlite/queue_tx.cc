@@ -352,42 +352,7 @@ absl::Status DeleteQueueRows(sqlite::Conn& c, int64_t queue_id, bool keep_queue)
 }
 
 absl::Status ValidateSend(const QueueRow& q, const SendMessageRequest& m) {
-  QRETURN_IF_ERROR(ValidateBody(m.body, q.options.max_message_size));
-  if (q.options.fifo) {
-    if (m.group_id.empty()) {
-      return SqsError(sqs_error::kMissingParameter,
-                      fmt::format("MessageGroupId is required for FIFO queue \"{}\"", q.name));
-    }
-    QRETURN_IF_ERROR(ValidateToken("MessageGroupId", m.group_id));
-    if (m.dedup_id.empty() && !q.options.content_based_dedup) {
-      return SqsError(
-          sqs_error::kInvalidParameterValue,
-          fmt::format(
-              "MessageDeduplicationId is required: queue \"{}\" has no ContentBasedDeduplication",
-              q.name));
-    }
-    if (!m.dedup_id.empty()) QRETURN_IF_ERROR(ValidateToken("MessageDeduplicationId", m.dedup_id));
-    if (m.delay) {
-      return SqsError(
-          sqs_error::kInvalidParameterValue,
-          "DelaySeconds per message is not supported on FIFO queues; set the queue's delay");
-    }
-  } else {
-    if (!m.group_id.empty()) {
-      return SqsError(sqs_error::kInvalidParameterValue,
-                      "MessageGroupId is only valid for FIFO queues");
-    }
-    if (!m.dedup_id.empty()) {
-      return SqsError(sqs_error::kInvalidParameterValue,
-                      "MessageDeduplicationId is only valid for FIFO queues");
-    }
-    if (m.delay && (*m.delay < absl::ZeroDuration() || *m.delay > absl::Minutes(15))) {
-      return SqsError(
-          sqs_error::kInvalidParameterValue,
-          fmt::format("DelaySeconds must be between 0 and 900 s, got {} ms", Ms(*m.delay)));
-    }
-  }
-  return absl::OkStatus();
+  return queue_internal::ValidateSend(q.name, q.options, m);
 }
 
 absl::StatusOr<SendResult> SendTx(sqlite::Conn& c, const QueueRow& q, const SendMessageRequest& m,

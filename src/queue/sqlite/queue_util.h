@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "outbox/queue.h"
+#include "queue/common/validate.h"
 
 namespace outbox::queue_internal {
 
@@ -25,11 +26,5 @@ absl::Status ParseReceipt(std::string_view handle, ReceiptHandle* out);
 
 std::string FormatSequence(int64_t seq);  // zero-padded decimal, sorts like the number
 
-// The body: 1..max bytes of XML-safe Unicode (UTF-8).
-absl::Status ValidateBody(std::string_view body, int64_t max_size);
-// Group and dedup ids: 1..128 chars of printable ASCII except space.
-absl::Status ValidateToken(std::string_view field, std::string_view value);
-// Batch shape: 1..10 entries with distinct, well-formed ids.
-absl::Status ValidateBatchIds(const std::vector<std::string_view>& ids);
 
 }  // namespace outbox::queue_internal

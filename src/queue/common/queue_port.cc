@@ -1,5 +1,5 @@
-// Port-level code of include/outbox/queue.h (errors, validation). It lives in
-// this area's library until a second queue backend needs it elsewhere.
+// Port-level code of include/outbox/queue.h (errors, validation), shared by
+// every queue backend (SQLite, SQS).
 #include <cctype>
 
 #include "absl/strings/cord.h"
