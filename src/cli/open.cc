@@ -50,25 +50,42 @@ absl::StatusOr<Embedded> OpenEmbedded(const std::string& path) {
 
 absl::StatusOr<Stack> OpenStack(const StoreFlags& flags, const std::string& path) {
   Stack st;
-  if (!flags.dynamodb()) {
+  if (!flags.dynamodb() && !flags.sqs()) {
     auto e = OpenEmbedded(path);
     if (!e.ok()) return e.status();
     st.db = std::move(e->db);
     st.store = std::move(e->store);
+    st.sqlite_queue = e->queue.get();
     st.queue = std::move(e->queue);
     st.engine = std::move(e->engine);
     return st;
   }
-  st.dynamodb = true;
-  auto store = OpenDynamoDbStore(flags);
-  if (!store.ok()) return store.status();
-  st.store = *std::move(store);
-  auto db = OpenFile(path);
-  if (!db.ok()) return db.status();
-  st.db = *std::move(db);
-  auto queue = SqliteQueue::Open(st.db, Clock::Real());
-  if (!queue.ok()) return queue.status();
-  st.queue = *std::move(queue);
+  st.dynamodb = flags.dynamodb();
+  st.sqs = flags.sqs();
+  if (!path.empty()) {
+    auto db = OpenFile(path);
+    if (!db.ok()) return db.status();
+    st.db = *std::move(db);
+  }
+  if (st.dynamodb) {
+    auto store = OpenDynamoDbStore(flags);
+    if (!store.ok()) return store.status();
+    st.store = *std::move(store);
+  } else {
+    auto store = SqliteStore::Open(st.db, Clock::Real());
+    if (!store.ok()) return store.status();
+    st.store = *std::move(store);
+  }
+  if (st.sqs) {
+    auto queue = OpenSqsQueue(flags);
+    if (!queue.ok()) return queue.status();
+    st.queue = *std::move(queue);
+  } else {
+    auto queue = SqliteQueue::Open(st.db, Clock::Real());
+    if (!queue.ok()) return queue.status();
+    st.sqlite_queue = queue->get();
+    st.queue = *std::move(queue);
+  }
   auto engine = OpenEngine(st.store.get());
   if (!engine.ok()) return engine.status();
   st.engine = *std::move(engine);

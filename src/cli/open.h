@@ -24,14 +24,18 @@ struct Embedded {
 absl::StatusOr<Embedded> OpenEmbedded(const std::string& path);
 
 // The store chosen by --store (the SQLite file `db`, or DynamoDB) with the FIFO
-// queue in the SQLite file `db` (always: there is no SQS backend) and the
+// queue chosen by --queue-backend (the SQLite file `db`, or SQS) and the
 // engine, tables ensured. The flags must have passed CheckStoreAndQueueFlags.
 struct Stack {
-  std::shared_ptr<sqlite::Database> db;  // the queue's file (and the store's with sqlite)
+  std::shared_ptr<sqlite::Database> db;  // the SQLite file, when store or queue is in it
   std::unique_ptr<Store> store;          // SqliteStore or DynamoDbStore
-  std::unique_ptr<SqliteQueue> queue;
+  std::unique_ptr<Queue> queue;          // SqliteQueue or the SQS queue
+  SqliteQueue* sqlite_queue = nullptr;   // = queue when it is the embedded one
   std::unique_ptr<Engine> engine;
   bool dynamodb = false;
+  bool sqs = false;
+  // Store and queue in one SQLite file: the change-feed relay's one transaction.
+  bool embedded() const { return !dynamodb && sqlite_queue != nullptr; }
 };
 absl::StatusOr<Stack> OpenStack(const StoreFlags& flags, const std::string& db);
 

@@ -36,7 +36,7 @@ void AddCommon(CLI::App* c, Common* a, bool config) {
   c->add_option(
       "--db", a->db,
       "SQLite file (required): the store and the queue; with --store dynamodb only the queue");
-  AddStoreFlags(c, &a->store);
+  AddStoreAndQueueFlags(c, &a->store);
   if (config) c->add_option("--config", a->config, "outbox.toml with [[subscriptions]]");
   c->add_option("--queue", a->queue, "The FIFO event queue")->capture_default_str();
   c->add_option("-o,--output", a->output, "Output format")
@@ -72,7 +72,7 @@ std::optional<Session> OpenSession(const Common& a, int* code) {
     *code = Error(kExitUsage, "options", st);
     return std::nullopt;
   }
-  if (!std::filesystem::exists(a.db)) {
+  if (!a.db.empty() && !std::filesystem::exists(a.db)) {
     *code = Error(kExitUnavailable, a.db, absl::NotFoundError("no such database file"));
     return std::nullopt;
   }
@@ -93,7 +93,7 @@ std::optional<Session> OpenSession(const Common& a, int* code) {
   }
   auto e = OpenStack(a.store, a.db);
   if (!e.ok()) {
-    *code = Error(kExitUnavailable, a.store.dynamodb() ? "dynamodb" : a.db, e.status());
+    *code = Error(kExitUnavailable, a.db.empty() ? "dynamodb/sqs" : a.db, e.status());
     return std::nullopt;
   }
   s.e = *std::move(e);

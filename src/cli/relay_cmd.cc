@@ -93,7 +93,7 @@ void RunPoll(Stack& st, const Args& a) {
 void RunFeed(Stack& st, const Args& a) {
   RelayOptions ro;
   ro.queue = a.queue;
-  auto relay = ChangeFeedRelay::Open(static_cast<SqliteStore*>(st.store.get()), st.queue.get(),
+  auto relay = ChangeFeedRelay::Open(static_cast<SqliteStore*>(st.store.get()), st.sqlite_queue,
                                      Clock::Real(), ro);
   if (!relay.ok()) {
     std::cerr << "outbox relay: " << relay.status() << "\n";
@@ -169,7 +169,7 @@ void AddRelay(CLI::App& app) {
   cmd->add_option("--db", a->db,
                   "SQLite file (required): the store and the queue; with --store dynamodb only "
                   "the queue");
-  AddStoreFlags(cmd, &a->store);
+  AddStoreAndQueueFlags(cmd, &a->store);
   cmd->add_option("--mode", a->mode,
                   "feed (change feed) | poll (outbox rows); default: the mode recorded in the "
                   "store, else feed. --store dynamodb: feed only")
@@ -226,8 +226,10 @@ void AddRelay(CLI::App& app) {
         return;
       }
     }
-    if (st->dynamodb) return RunStream(*st, *a);
     if (mode == "poll") return RunPoll(*st, *a);
+    // Store and queue in one file: forward + checkpoint in one transaction;
+    // otherwise the stream relay (checkpoint after the queue accepted).
+    if (!st->embedded()) return RunStream(*st, *a);
     RunFeed(*st, *a);
   });
 
@@ -235,7 +237,7 @@ void AddRelay(CLI::App& app) {
   poison->add_option("--db", p->db,
                      "SQLite file (required): the store and the queue; with --store dynamodb "
                      "only the queue");
-  AddStoreFlags(poison, &p->store);
+  AddStoreAndQueueFlags(poison, &p->store);
   poison->add_option("--name", p->name, "--store dynamodb: relay name")->capture_default_str();
   poison->add_option("-o,--output", p->output, "json|table")
       ->check(CLI::IsMember({"json", "table"}));
@@ -243,13 +245,13 @@ void AddRelay(CLI::App& app) {
     auto st = Open(*p, "outbox relay poison");
     if (!st) return;
     absl::StatusOr<std::vector<RelayPoisonRecord>> list;
-    if (st->dynamodb) {
+    if (!st->embedded()) {
       auto relay =
           StreamRelay::Open(st->store.get(), st->queue.get(), Clock::Real(), StreamOptions(*p));
       list = relay.ok() ? (*relay)->ListPoison(1000) : relay.status();
     } else {
       auto relay = ChangeFeedRelay::Open(static_cast<SqliteStore*>(st->store.get()),
-                                         st->queue.get(), Clock::Real());
+                                         st->sqlite_queue, Clock::Real());
       list = relay.ok() ? (*relay)->ListPoison(1000) : relay.status();
     }
     if (!list.ok()) {

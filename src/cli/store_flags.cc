@@ -29,17 +29,47 @@ absl::Status CheckStoreFlags(const StoreFlags& f, const std::string& db) {
   return absl::OkStatus();
 }
 
+void AddStoreAndQueueFlags(CLI::App* cmd, StoreFlags* f) {
+  AddStoreFlags(cmd, f);
+  cmd->add_option("--queue-backend", f->queue_backend,
+                  "Queue backend: sqlite (in --db) or sqs (Amazon SQS; --queue-endpoint)")
+      ->check(CLI::IsMember({"sqlite", "sqs"}))
+      ->capture_default_str();
+  cmd->add_option("--queue-endpoint", f->queue_endpoint,
+                  "SQS endpoint URL, e.g. http://127.0.0.1:9324 for a local emulator "
+                  "(--queue-backend sqs; region: --region or AWS_REGION)");
+}
+
 absl::Status CheckStoreAndQueueFlags(const StoreFlags& f, const std::string& db) {
-  if (db.empty()) {
-    return absl::InvalidArgumentError(
-        f.dynamodb() ? "--db FILE is required: with --store dynamodb it holds the FIFO queue "
-                       "(there is no SQS backend)"
-                     : "--db FILE is required (or --store dynamodb --db QUEUE_FILE)");
+  if (!f.queue_endpoint.empty() && !f.sqs()) {
+    return absl::InvalidArgumentError("--queue-endpoint needs --queue-backend sqs");
   }
-  if (!f.dynamodb() && (!f.endpoint.empty() || !f.region.empty())) {
-    return absl::InvalidArgumentError("--endpoint and --region need --store dynamodb");
+  if (db.empty() && !(f.dynamodb() && f.sqs())) {
+    return absl::InvalidArgumentError(
+        f.dynamodb()
+            ? "--db FILE is required: with --store dynamodb it holds the FIFO queue (or "
+              "--queue-backend sqs)"
+            : "--db FILE is required (or --store dynamodb --queue-backend sqs)");
+  }
+  if (!db.empty() && f.dynamodb() && f.sqs()) {
+    return absl::InvalidArgumentError(
+        "--db is not used with --store dynamodb --queue-backend sqs (both are remote)");
+  }
+  if (!f.dynamodb() && !f.endpoint.empty()) {
+    return absl::InvalidArgumentError("--endpoint needs --store dynamodb");
+  }
+  if (!f.dynamodb() && !f.sqs() && !f.region.empty()) {
+    return absl::InvalidArgumentError(
+        "--endpoint and --region need --store dynamodb (or --queue-backend sqs)");
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Queue>> OpenSqsQueue(const StoreFlags& f) {
+  SqsOptions o;
+  o.endpoint = f.queue_endpoint;
+  o.region = f.region;
+  return outbox::OpenSqsQueue(std::move(o));
 }
 
 absl::StatusOr<aws::JsonClientOptions> DynamoDbClientOptions(const StoreFlags& f) {

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "aws/json_client.h"
 #include "outbox/dynamodb.h"
+#include "outbox/sqs.h"
 
 namespace outbox::cli {
 
@@ -19,7 +20,12 @@ struct StoreFlags {
   std::string endpoint;  // dynamodb: override (default: AWS_ENDPOINT_URL_DYNAMODB,
                          // AWS_ENDPOINT_URL, the region's)
   std::string region;    // dynamodb: default AWS_REGION / AWS_DEFAULT_REGION / profile config
+  // The queue backend of the commands that use the FIFO queue: sqlite (the
+  // --db file) or sqs (Amazon SQS; --queue-endpoint, region as --region).
+  std::string queue_backend = "sqlite";
+  std::string queue_endpoint;  // sqs: default AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, the region's
   bool dynamodb() const { return store == "dynamodb"; }
+  bool sqs() const { return queue_backend == "sqs"; }
 };
 
 void AddStoreFlags(CLI::App* cmd, StoreFlags* f);
@@ -29,16 +35,20 @@ void AddStoreFlags(CLI::App* cmd, StoreFlags* f);
 absl::Status CheckStoreFlags(const StoreFlags& f, const std::string& db);
 
 // For commands that also use the FIFO queue (relay, worker, status,
-// dead-letters, redrive): there is no SQS backend, so the queue is always the
-// embedded SQLite queue and --db FILE is required with either store: with
-// --store sqlite the file holds the store and the queue, with --store dynamodb
-// only the queue (docs/CLI.md "Choosing the store"). InvalidArgument naming the
-// flag; --endpoint/--region still need --store dynamodb.
+// dead-letters, redrive): the queue is the embedded SQLite queue in --db, or
+// Amazon SQS with --queue-backend sqs. --db FILE is required unless both the
+// store and the queue are remote (--store dynamodb --queue-backend sqs)
+// (docs/CLI.md "Choosing the store"). InvalidArgument naming the flag;
+// --endpoint needs --store dynamodb, --queue-endpoint needs --queue-backend sqs.
 absl::Status CheckStoreAndQueueFlags(const StoreFlags& f, const std::string& db);
 
 // The DynamoDB client options (endpoint, region, credentials) for the flags;
 // NotFound when no region or credentials can be found.
 absl::StatusOr<aws::JsonClientOptions> DynamoDbClientOptions(const StoreFlags& f);
 absl::StatusOr<std::unique_ptr<Store>> OpenDynamoDbStore(const StoreFlags& f);
+// The SQS queue for the flags (outbox::OpenSqsQueue).
+absl::StatusOr<std::unique_ptr<Queue>> OpenSqsQueue(const StoreFlags& f);
+// AddStoreFlags plus --queue-backend/--queue-endpoint (commands that use the queue).
+void AddStoreAndQueueFlags(CLI::App* cmd, StoreFlags* f);
 
 }  // namespace outbox::cli

@@ -136,7 +136,7 @@ int Run(const Flags& f) {
                 absl::InvalidArgumentError("--once and --until-idle exclude each other"));
   }
   auto st = OpenStack(f.store, f.db);
-  if (!st.ok()) return Fail(kExitUnavailable, f.store.dynamodb() ? "dynamodb" : f.db, st.status());
+  if (!st.ok()) return Fail(kExitUnavailable, f.db.empty() ? "dynamodb/sqs" : f.db, st.status());
   Store* store = st->store.get();
   Queue* queue = st->queue.get();
   if (auto s = EnsureQueue(*queue, f.queue); !s.ok()) return Fail(kExitUnavailable, f.queue, s);
@@ -196,7 +196,7 @@ void AddWorker(CLI::App& app) {
   sub->add_option(
       "--db", f->db,
       "SQLite file (required): the store and the queue; with --store dynamodb only the queue");
-  AddStoreFlags(sub, &f->store);
+  AddStoreAndQueueFlags(sub, &f->store);
   sub->add_option("--config", f->config,
                   "outbox.toml with [[subscriptions]] (no C++ handler: log handler)");
   sub->add_option("--queue", f->queue, "FIFO queue (created with a DLQ when absent)")
