@@ -9,6 +9,7 @@
 // Exit codes: 0 ok; 1 a receive failed (--once); 2 bad flags or config;
 // 3 store/queue could not be opened or the worker refused to start.
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -26,6 +27,7 @@
 #include "nlohmann/json.hpp"
 #include "outbox/catalog.h"
 #include "outbox/ddb_json.h"
+#include "outbox/errors.h"
 #include "outbox/inbox.h"
 #include "outbox/worker.h"
 #include "queue/sqlite/sqlite_queue.h"
@@ -77,16 +79,49 @@ absl::StatusOr<std::map<std::string, std::string>> ParseHandlers(
     size_t eq = spec.find('=');
     std::string kind = eq == std::string::npos ? "" : spec.substr(eq + 1);
     if (eq == std::string::npos || eq == 0 ||
-        (kind != "log" && kind != "fail" && kind != "fail-terminal")) {
-      return absl::InvalidArgumentError(
-          fmt::format("--handler: expected SUBSCRIPTION=log|fail|fail-terminal, got \"{}\"", spec));
+        (kind != "log" && kind != "fail" && kind != "fail-terminal" && kind != "effect")) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--handler: expected SUBSCRIPTION=log|fail|fail-terminal|effect, got \"{}\"", spec));
     }
     out[spec.substr(0, eq)] = kind;
   }
   return out;
 }
 
+// The effect table of the `effect` handler: one item per (tenant,
+// subscription, seq) whose `runs` counts the committed runs (the proof of
+// "once" in the multi-process tests, docs/CLI.md).
+constexpr char kEffectsTable[] = "outbox_effects";
+
+absl::Status EnsureEffectsTable(Store* store) {
+  TableSpec t;
+  t.name = kEffectsTable;
+  t.hash_key = {"pk", Type::S};
+  t.range_key = KeyAttribute{"sk", Type::S};
+  auto s = store->CreateTable(t);
+  return s.ok() || DdbErrorName(s) == ddb_error::kResourceInUse ||
+                 s.code() == absl::StatusCode::kAlreadyExists
+             ? absl::OkStatus()
+             : s;
+}
+
 Handler BuiltinHandler(const std::string& name, const std::string& kind) {
+  if (kind == "effect") {
+    // The effect commits with the inbox completion (AddWrite): once per event.
+    return [name](HandlerContext& ctx, const Envelope& e) {
+      TransactWriteItem w;
+      w.kind = TransactWriteItem::Kind::kUpdate;
+      w.table = kEffectsTable;
+      w.item = Item{{"pk", Value::S("EFFECT#" + e.tenant)},
+                    {"sk", Value::S(fmt::format("{}#{:020}", name, e.seq))}};
+      w.update = "ADD runs :one SET event_id = :e, done_at_ms = :t, worker_pid = :p";
+      w.args.values = {{":one", Value::N(int64_t{1})},
+                       {":e", Value::S(e.id)},
+                       {":t", Value::N(Clock::Real()->NowMillis())},
+                       {":p", Value::N(static_cast<int64_t>(getpid()))}};
+      return ctx.AddWrite(std::move(w));
+    };
+  }
   if (kind == "fail") {
     return [name](HandlerContext&, const Envelope& e) {
       return absl::UnavailableError(
@@ -141,6 +176,12 @@ int Run(const Flags& f) {
   Queue* queue = st->queue.get();
   if (auto s = EnsureQueue(*queue, f.queue); !s.ok()) return Fail(kExitUnavailable, f.queue, s);
   Inbox inbox(store, Clock::Real());
+  for (const auto& spec : f.handlers) {
+    if (spec.size() > 7 && spec.substr(spec.size() - 7) == "=effect") {
+      if (auto s = EnsureEffectsTable(store); !s.ok()) return Fail(kExitUnavailable, kEffectsTable, s);
+      break;
+    }
+  }
 
   WorkerOptions o;
   o.queue = f.queue;
@@ -209,7 +250,8 @@ void AddWorker(CLI::App& app) {
                 "Receive and process until a receive returns no message, then exit");
   sub->add_option(
       "--handler", f->handlers,
-      "Built-in handler for a subscription: SUB=log|fail|fail-terminal (repeatable; default log)");
+      "Built-in handler for a subscription: SUB=log|fail|fail-terminal|effect (repeatable; default "
+      "log; effect counts runs in table outbox_effects, committed with the completion)");
   sub->callback([f] { ExitCode() = Run(*f); });
 }
 

@@ -1,0 +1,233 @@
+// The whole pipeline as separate processes, as on separate hosts (issue 18
+// item 5, feed mode): DynamoDB Local (store + Streams) and fauxqs (SQS FIFO);
+// 2 `outbox relay` processes sharing the stream through shard leases, 3
+// `outbox worker` processes with two durable subscriptions whose effects
+// commit in DynamoDB with the completion (`--handler SUB=effect`). Events are
+// emitted over 8 tenants while one worker and one relay are SIGKILLed
+// mid-run and restarted. Then: every effect exactly once, nothing lost, the
+// DLQ empty, every chain intact, per-tenant first executions in seq order.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "outbox/dynamodb.h"
+#include "outbox/engine.h"
+#include "outbox/sqs.h"
+#include "support/command.h"
+#include "support/dynamodb_local.h"
+#include "support/sqs_local.h"
+#include "support/temp_dir.h"
+
+OUTBOX_USE_DYNAMODB_LOCAL();
+OUTBOX_USE_SQS_LOCAL();
+
+namespace outbox {
+namespace {
+
+constexpr int kTenants = 8;
+constexpr int kEvents = 5000;
+const std::vector<std::string> kSubs = {"ship", "audit"};
+
+class Pipeline : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DynamoDbOptions d;
+    d.endpoint = testing_support::DynamoDbLocal::Endpoint();
+    d.region = "us-east-1";
+    d.access_key_id = key_;
+    d.secret_access_key = "x";
+    d.max_attempts = 8;
+    store_ = *OpenDynamoDbStore(d);
+    EngineOptions eo;
+    engine_ = *Engine::Open(store_.get(), eo);
+    ASSERT_TRUE(engine_->EnsureTables().ok());
+    SqsOptions s;
+    s.endpoint = testing_support::SqsLocal::Endpoint();
+    s.region = "us-east-1";
+    s.access_key_id = "x";
+    s.secret_access_key = "x";
+    queue_ = *OpenSqsQueue(s);
+    // Short visibility so a killed worker's messages come back within seconds.
+    EventQueueOptions qo;
+    qo.visibility_timeout = absl::Seconds(6);
+    qo.max_receive_count = 20;
+    auto a = EnsureEventQueue(queue_.get(), queue_name_, qo);
+    ASSERT_TRUE(a.ok()) << a.status();
+    std::ofstream c(dir_.file("c.toml"));
+    for (const auto& sub : kSubs) {
+      c << "[[subscriptions]]\nname = \"" << sub << "\"\nglob = \"order.*\"\nlane = \"DURABLE\"\n"
+        << "lease_seconds = 4\nhandler_timeout_seconds = 2\n";
+    }
+  }
+  void TearDown() override {
+    for (auto& [name, pid] : procs_) {
+      if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+  }
+
+  std::string Flags() {
+    return "--store dynamodb --endpoint " + testing_support::DynamoDbLocal::Endpoint() +
+           " --queue-backend sqs --queue-endpoint " + testing_support::SqsLocal::Endpoint() +
+           " --queue " + queue_name_;
+  }
+  // Starts `outbox ARGS` as its own process (output in <dir>/<name>.log).
+  void Spawn(const std::string& name, const std::string& args) {
+    std::string cmd = "exec " + testing_support::DynamoDbLocal::IsolatedEnv(key_) +
+                      "AWS_REGION=us-east-1 " + testing_support::OutboxBin() + " " + args +
+                      " >>" + dir_.file(name + ".log") + " 2>&1";
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    procs_[name] = pid;
+  }
+  void Kill(const std::string& name, int sig) {
+    pid_t pid = procs_[name];
+    ASSERT_GT(pid, 0);
+    kill(pid, sig);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    procs_[name] = -1;
+  }
+  void StartRelay(const std::string& name) {
+    Spawn(name, "relay " + Flags() + " --lease-seconds 3 --instance " + name);
+  }
+  void StartWorker(const std::string& name) {
+    std::string h;
+    for (const auto& s : kSubs) h += " --handler " + s + "=effect";
+    Spawn(name, "worker " + Flags() + " --config " + dir_.file("c.toml") + h);
+  }
+  // (tenant, sub) -> seq -> (runs, done_at_ms) of every effect row.
+  std::map<std::pair<std::string, std::string>, std::map<int64_t, std::pair<int64_t, int64_t>>>
+  Effects() {
+    std::map<std::pair<std::string, std::string>, std::map<int64_t, std::pair<int64_t, int64_t>>>
+        out;
+    for (int t = 0; t < kTenants; ++t) {
+      const std::string tenant = "t" + std::to_string(t);
+      QueryRequest q;
+      q.table = "outbox_effects";
+      q.key_condition = "pk = :p";
+      q.args.values = {{":p", Value::S("EFFECT#" + tenant)}};
+      q.consistent_read = true;
+      while (true) {
+        auto r = store_->Query(q);
+        if (!r.ok()) return out;  // table not there yet
+        for (const Item& it : r->items) {
+          const std::string sk = it.at("sk").s();
+          const size_t hash = sk.find('#');
+          int64_t runs = 0, at = 0;
+          (void)it.at("runs").n().ToInt64(&runs);
+          (void)it.at("done_at_ms").n().ToInt64(&at);
+          out[{tenant, sk.substr(0, hash)}][std::stoll(sk.substr(hash + 1))] = {runs, at};
+        }
+        if (!r->last_evaluated_key) break;
+        q.exclusive_start_key = r->last_evaluated_key;
+      }
+    }
+    return out;
+  }
+  size_t Count() {
+    size_t n = 0;
+    for (const auto& [k, m] : Effects()) n += m.size();
+    return n;
+  }
+
+  testing_support::TempDir dir_;
+  std::string key_ = testing_support::DynamoDbLocal::FreshAccessKey();
+  std::string queue_name_ = "p" + key_ + ".fifo";
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Queue> queue_;
+  std::map<std::string, pid_t> procs_;
+};
+
+TEST_F(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
+  StartRelay("relay-a");
+  StartRelay("relay-b");
+  for (const char* w : {"worker-a", "worker-b", "worker-c"}) StartWorker(w);
+
+  // Emit from 4 threads, two tenants each (per-tenant order is the engine's).
+  std::atomic<int> emitted{0}, failed{0};
+  std::vector<std::thread> emitters;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int th = 0; th < 4; ++th) {
+    emitters.emplace_back([&, th] {
+      for (int i = th; i < kEvents; i += 4) {
+        const std::string tenant = "t" + std::to_string(2 * th + (i / 4) % 2);
+        auto e = engine_->Emit(RequestContext{.tenant = tenant}, "order.paid",
+                               Value::M({{"i", Value::N(int64_t{i})}}));
+        (e.ok() ? emitted : failed)++;
+      }
+    });
+  }
+  // Mid-run: SIGKILL a worker and a relay, then start them again.
+  while (emitted.load() < kEvents / 3) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Kill("worker-a", SIGKILL);
+  Kill("relay-a", SIGKILL);
+  StartWorker("worker-a");
+  StartRelay("relay-a");
+  for (auto& t : emitters) t.join();
+  const double emit_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(failed.load(), 0);
+  ASSERT_EQ(emitted.load(), kEvents);
+
+  const size_t want = static_cast<size_t>(kEvents) * kSubs.size();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
+  size_t have = 0;
+  while ((have = Count()) < want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  const double total_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cerr << "pipeline: " << kEvents << " events emitted in " << emit_s << " s; " << have << "/"
+            << want << " effects after " << total_s << " s\n";
+  for (const auto& [name, pid] : procs_) {
+    if (pid > 0) Kill(name, SIGTERM);
+  }
+  ASSERT_EQ(have, want) << "effects missing (logs in " << dir_.path() << ")";
+
+  // Every effect exactly once, each tenant's first executions in seq order.
+  auto effects = Effects();
+  for (const auto& [key, per_seq] : effects) {
+    int64_t prev_at = 0, expect = 1;
+    for (const auto& [s, run] : per_seq) {
+      EXPECT_EQ(run.first, 1) << key.first << "/" << key.second << " seq " << s;
+      EXPECT_EQ(s, expect++) << key.first << "/" << key.second << ": a seq is missing";
+      EXPECT_GE(run.second, prev_at) << key.first << "/" << key.second << " seq " << s
+                                     << " completed before its predecessor";
+      prev_at = run.second;
+    }
+  }
+  int64_t events = 0;
+  for (int t = 0; t < kTenants; ++t) {
+    const std::string tenant = "t" + std::to_string(t);
+    auto v = engine_->VerifyChain(tenant);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_TRUE(v->chain_intact) << tenant;
+    events += v->count;
+  }
+  EXPECT_EQ(events, kEvents);
+  ReceiveOptions ro;
+  ro.max_messages = 10;
+  ro.wait_time = absl::ZeroDuration();
+  auto dlq = queue_->Receive(DefaultDeadLetterQueue(queue_name_), ro);
+  ASSERT_TRUE(dlq.ok()) << dlq.status();
+  EXPECT_TRUE(dlq->empty()) << "the DLQ is empty";
+}
+
+}  // namespace
+}  // namespace outbox
