@@ -204,12 +204,6 @@ void AddRelay(CLI::App& app) {
     }
     std::string mode =
         a->mode.empty() ? (stored->empty() ? std::string("feed") : *stored) : a->mode;
-    if (st->dynamodb && mode == "poll") {
-      std::cerr << "outbox relay: --store dynamodb runs the stream relay (feed mode); the "
-                   "polling relay is embedded-only (docs/RELAY.md)\n";
-      ExitCode() = kExitUsage;
-      return;
-    }
     if (!stored->empty() && *stored != mode && !a->switch_mode) {
       std::cerr << "outbox relay: --mode " << mode << ": the store is set to relay mode \""
                 << *stored

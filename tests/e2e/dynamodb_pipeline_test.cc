@@ -274,9 +274,6 @@ TEST_F(DynamoDbPipeline, FlagMistakesAreUsageErrors) {
   Result no_db = Run("relay " + Remote() + " --once", true);
   EXPECT_EQ(no_db.code, 2);
   EXPECT_NE(no_db.out.find("--db FILE is required"), std::string::npos) << no_db.out;
-  Result poll = Run("relay " + Remote() + " --db " + queue_db_ + " --mode poll --once", true);
-  EXPECT_EQ(poll.code, 2);
-  EXPECT_NE(poll.out.find("polling relay is embedded-only"), std::string::npos) << poll.out;
   Result worker = Run("worker " + Remote() + " --config " + config_ + " --once", true);
   EXPECT_EQ(worker.code, 2);
   EXPECT_NE(worker.out.find("--db FILE is required"), std::string::npos) << worker.out;

@@ -1,6 +1,8 @@
 // The whole pipeline as separate processes, as on separate hosts (issue 18
-// item 5, feed mode): DynamoDB Local (store + Streams) and fauxqs (SQS FIFO);
-// 2 `outbox relay` processes sharing the stream through shard leases, 3
+// item 5): DynamoDB Local (store + Streams) and fauxqs (SQS FIFO); 2
+// `outbox relay` processes — feed mode: sharing the stream through shard
+// leases; poll mode: polling the outbox table's GSI at once, the conditional
+// READY->SENT deciding who counts a row — and 3
 // `outbox worker` processes with two durable subscriptions whose effects
 // commit in DynamoDB with the completion (`--handler SUB=effect`). Events are
 // emitted over 8 tenants while one worker and one relay are SIGKILLed
@@ -36,8 +38,9 @@ constexpr int kTenants = 8;
 constexpr int kEvents = 5000;
 const std::vector<std::string> kSubs = {"ship", "audit"};
 
-class Pipeline : public ::testing::Test {
+class Pipeline : public ::testing::TestWithParam<std::string> {
  protected:
+  bool poll() const { return GetParam() == "poll"; }
   void SetUp() override {
     DynamoDbOptions d;
     d.endpoint = testing_support::DynamoDbLocal::Endpoint();
@@ -47,6 +50,7 @@ class Pipeline : public ::testing::Test {
     d.max_attempts = 8;
     store_ = *OpenDynamoDbStore(d);
     EngineOptions eo;
+    eo.write_outbox_rows = poll();  // what the CLI's engines do once the mode is poll
     engine_ = *Engine::Open(store_.get(), eo);
     ASSERT_TRUE(engine_->EnsureTables().ok());
     SqsOptions s;
@@ -103,7 +107,8 @@ class Pipeline : public ::testing::Test {
     procs_[name] = -1;
   }
   void StartRelay(const std::string& name) {
-    Spawn(name, "relay " + Flags() + " --lease-seconds 3 --instance " + name);
+    Spawn(name, "relay " + Flags() + " --mode " + GetParam() + " --lease-seconds 3 --instance " +
+                    name);
   }
   void StartWorker(const std::string& name) {
     std::string h;
@@ -154,7 +159,7 @@ class Pipeline : public ::testing::Test {
   std::map<std::string, pid_t> procs_;
 };
 
-TEST_F(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
+TEST_P(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
   StartRelay("relay-a");
   StartRelay("relay-b");
   for (const char* w : {"worker-a", "worker-b", "worker-c"}) StartWorker(w);
@@ -228,6 +233,9 @@ TEST_F(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
   ASSERT_TRUE(dlq.ok()) << dlq.status();
   EXPECT_TRUE(dlq->empty()) << "the DLQ is empty";
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, Pipeline, ::testing::Values("feed", "poll"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace outbox
