@@ -2,7 +2,10 @@
 // item 5): DynamoDB Local (store + Streams) and fauxqs (SQS FIFO); 2
 // `outbox relay` processes — feed mode: sharing the stream through shard
 // leases; poll mode: polling the outbox table's GSI at once, the conditional
-// READY->SENT deciding who counts a row — and 3
+// READY->SENT deciding who counts a row; pipe mode: no relay, an EventBridge
+// Pipe emulated in the test (DynamoDB Streams INSERTs of event rows, body =
+// the record's raw `dynamodb.NewImage`, group = tenant, dedup = event id, as
+// the reference template `<$.dynamodb.NewImage>` delivers them) — and 3
 // `outbox worker` processes with two durable subscriptions whose effects
 // commit in DynamoDB with the completion (`--handler SUB=effect`). Events are
 // emitted over 8 tenants while one worker and one relay are SIGKILLed
@@ -20,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "aws/json_client.h"
 #include "outbox/dynamodb.h"
 #include "outbox/engine.h"
 #include "outbox/sqs.h"
@@ -41,6 +45,59 @@ const std::vector<std::string> kSubs = {"ship", "audit"};
 class Pipeline : public ::testing::TestWithParam<std::string> {
  protected:
   bool poll() const { return GetParam() == "poll"; }
+  bool pipe() const { return GetParam() == "pipe"; }
+
+  // The Pipe: DynamoDB Streams -> filter INSERT of event rows -> SQS FIFO with
+  // the raw NewImage as the body. Runs until `stop`.
+  void RunPipe(const std::atomic<bool>& stop, std::atomic<int>* sent) {
+    auto d = store_->DescribeTable("outbox_events");
+    ASSERT_TRUE(d.ok()) << d.status();
+    aws::JsonClientOptions o;
+    o.endpoint = testing_support::DynamoDbLocal::Endpoint();
+    o.region = "us-east-1";
+    o.target_prefix = "DynamoDBStreams_20120810";
+    o.credentials = {key_, "x", ""};
+    auto streams = aws::JsonClient::Create(o);
+    ASSERT_TRUE(streams.ok()) << streams.status();
+    std::map<std::string, std::string> iterators;  // shard -> next iterator ("" = closed)
+    while (!stop.load()) {
+      auto ds = (*streams)->Call("DescribeStream", {{"StreamArn", d->stream_arn}});
+      ASSERT_TRUE(ds.ok()) << ds.status();
+      for (const auto& sh : (*ds)["StreamDescription"]["Shards"]) {
+        const std::string id = sh["ShardId"];
+        if (iterators.count(id)) continue;
+        auto it = (*streams)->Call("GetShardIterator", {{"StreamArn", d->stream_arn},
+                                                        {"ShardId", id},
+                                                        {"ShardIteratorType", "TRIM_HORIZON"}});
+        ASSERT_TRUE(it.ok()) << it.status();
+        iterators[id] = (*it)["ShardIterator"];
+      }
+      bool any = false;
+      for (auto& [id, iter] : iterators) {
+        if (iter.empty()) continue;
+        auto r = (*streams)->Call("GetRecords", {{"ShardIterator", iter}, {"Limit", 1000}});
+        ASSERT_TRUE(r.ok()) << r.status();
+        for (const auto& rec : (*r)["Records"]) {
+          if (rec["eventName"] != "INSERT") continue;  // FilterCriteria {"eventName":["INSERT"]}
+          const auto& img = rec["dynamodb"]["NewImage"];
+          const std::string pk = img["pk"]["S"];
+          if (pk.size() < 6 || pk.substr(pk.size() - 6) != "#EVENT") continue;  // event rows
+          SendMessageRequest m;
+          m.body = img.dump();  // InputTemplate <$.dynamodb.NewImage>
+          m.group_id = img["tenant"]["S"];
+          m.dedup_id = img["id"]["S"];
+          auto sr = queue_->Send(queue_name_, m);
+          ASSERT_TRUE(sr.ok()) << sr.status();
+          ++*sent;
+          any = true;
+        }
+        iter = r->contains("NextShardIterator") && (*r)["NextShardIterator"].is_string()
+                   ? (*r)["NextShardIterator"].get<std::string>()
+                   : "";
+      }
+      if (!any) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
   void SetUp() override {
     DynamoDbOptions d;
     d.endpoint = testing_support::DynamoDbLocal::Endpoint();
@@ -160,8 +217,15 @@ class Pipeline : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
-  StartRelay("relay-a");
-  StartRelay("relay-b");
+  std::atomic<bool> stop_pipe{false};
+  std::atomic<int> piped{0};
+  std::thread pipe_thread;
+  if (pipe()) {
+    pipe_thread = std::thread([&] { RunPipe(stop_pipe, &piped); });
+  } else {
+    StartRelay("relay-a");
+    StartRelay("relay-b");
+  }
   for (const char* w : {"worker-a", "worker-b", "worker-c"}) StartWorker(w);
 
   // Emit from 4 threads, two tenants each (per-tenant order is the engine's).
@@ -181,9 +245,11 @@ TEST_P(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
   // Mid-run: SIGKILL a worker and a relay, then start them again.
   while (emitted.load() < kEvents / 3) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   Kill("worker-a", SIGKILL);
-  Kill("relay-a", SIGKILL);
   StartWorker("worker-a");
-  StartRelay("relay-a");
+  if (!pipe()) {
+    Kill("relay-a", SIGKILL);
+    StartRelay("relay-a");
+  }
   for (auto& t : emitters) t.join();
   const double emit_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -203,6 +269,9 @@ TEST_P(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
   for (const auto& [name, pid] : procs_) {
     if (pid > 0) Kill(name, SIGTERM);
   }
+  stop_pipe = true;
+  if (pipe_thread.joinable()) pipe_thread.join();
+  if (pipe()) EXPECT_GE(piped.load(), kEvents) << "the Pipe forwarded every event row";
   ASSERT_EQ(have, want) << "effects missing (logs in " << dir_.path() << ")";
 
   // Every effect exactly once, each tenant's first executions in seq order.
@@ -234,7 +303,7 @@ TEST_P(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
   EXPECT_TRUE(dlq->empty()) << "the DLQ is empty";
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, Pipeline, ::testing::Values("feed", "poll"),
+INSTANTIATE_TEST_SUITE_P(Modes, Pipeline, ::testing::Values("feed", "poll", "pipe"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
