@@ -6,6 +6,7 @@
 #include "ddbapi/ddbapi.h"
 #include "fmt/format.h"
 #include "outbox/errors.h"
+#include "util/absl_compat.h"
 
 namespace outbox::aws {
 
@@ -127,6 +128,53 @@ absl::StatusOr<JsonClientOptions> DynamoDbOptionsFromEnvironment(std::string_vie
   o.credentials = *creds;
   o.endpoint = ResolveEndpoint(endpoint, "DYNAMODB", "dynamodb", o.region);
   return o;
+}
+
+absl::StatusOr<JsonClientOptions> ClientOptionsFor(const ServiceSettings& s,
+                                                   std::string_view field_prefix,
+                                                   std::string_view env_suffix,
+                                                   std::string_view host_prefix) {
+  auto bad = [&](std::string_view field, std::string_view what, absl::StatusCode code) {
+    return absl::Status(code, ToAbsl(fmt::format("{}.{}: {}", field_prefix, field, what)));
+  };
+  if (s.max_attempts < 1 || s.max_attempts > 20) {
+    return bad("max_attempts", fmt::format("must be 1..20, got {}", s.max_attempts),
+               absl::StatusCode::kInvalidArgument);
+  }
+  if (s.connect_timeout <= absl::ZeroDuration() || s.request_timeout <= absl::ZeroDuration()) {
+    return bad("connect_timeout/request_timeout", "must be positive",
+               absl::StatusCode::kInvalidArgument);
+  }
+  if (s.access_key_id.empty() != s.secret_access_key.empty()) {
+    return bad("access_key_id/secret_access_key", "give both or neither",
+               absl::StatusCode::kInvalidArgument);
+  }
+  JsonClientOptions c;
+  if (!s.region.empty()) {
+    c.region = s.region;
+  } else {
+    auto r = ResolveRegion();
+    if (!r.ok()) return bad("region", ToStd(r.status().message()), r.status().code());
+    c.region = *r;
+  }
+  if (!s.access_key_id.empty()) {
+    c.credentials = {s.access_key_id, s.secret_access_key, s.session_token};
+  } else {
+    auto creds = ResolveCredentials();
+    if (!creds.ok())
+      return bad("credentials", ToStd(creds.status().message()), creds.status().code());
+    c.credentials = *creds;
+  }
+  c.endpoint = ResolveEndpoint(s.endpoint, env_suffix, host_prefix, c.region);
+  if (auto u = ParseUrl(c.endpoint); !u.ok())
+    return bad("endpoint", ToStd(u.status().message()), u.status().code());
+  c.retry.max_attempts = s.max_attempts;
+  c.http.connect_timeout = s.connect_timeout;
+  c.http.request_timeout = s.request_timeout;
+  c.http.verify_tls = s.verify_tls;
+  c.http.ca_file = s.ca_file;
+  c.clock = s.clock;
+  return c;
 }
 
 }  // namespace outbox::aws

@@ -87,6 +87,35 @@ class JsonClient {
   ClientMetrics metrics_;
 };
 
+// The connection settings of the public factories (outbox/dynamodb.h,
+// outbox/sqs.h): both option structs have these fields (SettingsOf copies them).
+struct ServiceSettings {
+  std::string endpoint;  // empty: AWS_ENDPOINT_URL_<SERVICE>, AWS_ENDPOINT_URL, the region's
+  std::string region;    // empty: the environment / profile
+  std::string access_key_id, secret_access_key, session_token;  // empty: the chain
+  int max_attempts = 3;
+  absl::Duration connect_timeout = absl::Seconds(3);
+  absl::Duration request_timeout = absl::Seconds(15);
+  bool verify_tls = true;
+  std::string ca_file;
+  Clock* clock = nullptr;
+};
+template <typename PublicOptions>
+ServiceSettings SettingsOf(const PublicOptions& o) {
+  return ServiceSettings{
+      o.endpoint,     o.region,          o.access_key_id,   o.secret_access_key, o.session_token,
+      o.max_attempts, o.connect_timeout, o.request_timeout, o.verify_tls,        o.ca_file,
+      o.clock};
+}
+// Checks the settings and resolves region, credentials and endpoint into
+// client options: InvalidArgument "<field_prefix>.<field>: ..." for a bad
+// setting, NotFound (same prefix) when no region or credentials are found.
+// `env_suffix` e.g. "SQS" (AWS_ENDPOINT_URL_SQS), `host_prefix` e.g. "sqs".
+absl::StatusOr<JsonClientOptions> ClientOptionsFor(const ServiceSettings& s,
+                                                   std::string_view field_prefix,
+                                                   std::string_view env_suffix,
+                                                   std::string_view host_prefix);
+
 // Options for DynamoDB from the environment/config (config.h): region and
 // credentials resolved unless given; endpoint = `endpoint` or the resolved default.
 absl::StatusOr<JsonClientOptions> DynamoDbOptionsFromEnvironment(std::string_view endpoint,

@@ -8,12 +8,10 @@
 
 namespace outbox::queue_internal {
 
-#define RETURN_IF_BAD(expr)              \
-  do {                                   \
-    if (absl::Status s_ = (expr); !s_.ok()) \
-      return s_;                         \
+#define RETURN_IF_BAD(expr)                            \
+  do {                                                 \
+    if (absl::Status s_ = (expr); !s_.ok()) return s_; \
   } while (0)
-
 
 absl::Status ValidateBody(std::string_view body, int64_t max_size) {
   if (body.empty()) {
@@ -139,11 +137,20 @@ absl::Status ValidateSend(std::string_view queue, const QueueOptions& o,
                       "MessageDeduplicationId is only valid for FIFO queues");
     }
     if (m.delay && (*m.delay < absl::ZeroDuration() || *m.delay > absl::Minutes(15))) {
-      return SqsError(
-          sqs_error::kInvalidParameterValue,
-          fmt::format("DelaySeconds must be between 0 and 900 s, got {} ms",
-                      absl::ToInt64Milliseconds(*m.delay)));
+      return SqsError(sqs_error::kInvalidParameterValue,
+                      fmt::format("DelaySeconds must be between 0 and 900 s, got {} ms",
+                                  absl::ToInt64Milliseconds(*m.delay)));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateBatchSize(size_t total_bytes, int64_t max_message_size) {
+  if (static_cast<int64_t>(total_bytes) > max_message_size) {
+    return SqsError(
+        sqs_error::kBatchRequestTooLong,
+        fmt::format("Batch requests cannot be longer than {} bytes (MaximumMessageSize), got {}",
+                    max_message_size, total_bytes));
   }
   return absl::OkStatus();
 }

@@ -19,6 +19,8 @@ absl::Status ValidateToken(std::string_view field, std::string_view value);
 // per-message delay): InvalidParameterValue / MissingParameter naming the field.
 absl::Status ValidateSend(std::string_view queue, const QueueOptions& options,
                           const SendMessageRequest& m);
+// A batch's total body size against the queue's MaximumMessageSize.
+absl::Status ValidateBatchSize(size_t total_bytes, int64_t max_message_size);
 // Batch shape: 1..10 entries with distinct, well-formed ids.
 absl::Status ValidateBatchIds(const std::vector<std::string_view>& ids);
 

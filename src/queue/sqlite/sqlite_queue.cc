@@ -150,12 +150,7 @@ absl::StatusOr<BatchResult<SendResult>> SqliteQueue::SendBatch(
     out = {};
     auto q = LoadQueue(c, queue);
     if (!q.ok()) return q.status();
-    if (static_cast<int64_t>(total) > q->options.max_message_size) {
-      return SqsError(
-          sqs_error::kBatchRequestTooLong,
-          fmt::format("Batch requests cannot be longer than {} bytes (MaximumMessageSize), got {}",
-                      q->options.max_message_size, total));
-    }
+    QRETURN_IF_ERROR(ValidateBatchSize(total, q->options.max_message_size));
     int64_t now = clock_->NowMillis();
     for (const auto& e : entries) {
       if (auto v = ValidateSend(*q, e.message); !v.ok()) {

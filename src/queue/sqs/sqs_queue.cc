@@ -37,10 +37,6 @@ namespace {
 
 using nlohmann::json;
 
-absl::Status Field(std::string_view field, const absl::Status& s) {
-  return absl::Status(s.code(), ToAbsl(fmt::format("sqs.{}: {}", field, ToStd(s.message()))));
-}
-
 // An SQS error answer as the port's status.
 absl::Status MapError(int http_status, const json& body) {
   std::string type;
@@ -79,9 +75,9 @@ int64_t CeilSeconds(absl::Duration d) {
 
 absl::Status WholeSeconds(std::string_view field, absl::Duration d) {
   if (absl::Floor(d, absl::Seconds(1)) != d) {
-    return SqsError(sqs_error::kInvalidAttributeValue,
-                    fmt::format("{}: SQS takes whole seconds, got {} ms", field,
-                                absl::ToInt64Milliseconds(d)));
+    return SqsError(
+        sqs_error::kInvalidAttributeValue,
+        fmt::format("{}: SQS takes whole seconds, got {} ms", field, absl::ToInt64Milliseconds(d)));
   }
   return absl::OkStatus();
 }
@@ -116,10 +112,10 @@ class SqsQueue final : public Queue {
   absl::Status CreateQueue(std::string_view name, const QueueOptions& o) override {
     if (auto s = ValidateQueueName(name, o.fifo); !s.ok()) return s;
     if (auto s = o.Validate(); !s.ok()) return s;
-    for (auto [field, d] : {std::pair{"VisibilityTimeout", o.visibility_timeout},
-                            std::pair{"MessageRetentionPeriod", o.retention},
-                            std::pair{"DelaySeconds", o.delay},
-                            std::pair{"ReceiveMessageWaitTimeSeconds", o.receive_wait_time}}) {
+    for (auto [field, d] :
+         {std::pair{"VisibilityTimeout", o.visibility_timeout},
+          std::pair{"MessageRetentionPeriod", o.retention}, std::pair{"DelaySeconds", o.delay},
+          std::pair{"ReceiveMessageWaitTimeSeconds", o.receive_wait_time}}) {
       if (auto s = WholeSeconds(field, d); !s.ok()) return s;
     }
     if (o.fifo && o.dedup_window != absl::Minutes(5)) {
@@ -132,7 +128,8 @@ class SqsQueue final : public Queue {
         {"MessageRetentionPeriod", std::to_string(absl::ToInt64Seconds(o.retention))},
         {"MaximumMessageSize", std::to_string(o.max_message_size)},
         {"DelaySeconds", std::to_string(absl::ToInt64Seconds(o.delay))},
-        {"ReceiveMessageWaitTimeSeconds", std::to_string(absl::ToInt64Seconds(o.receive_wait_time))},
+        {"ReceiveMessageWaitTimeSeconds",
+         std::to_string(absl::ToInt64Seconds(o.receive_wait_time))},
     };
     if (o.fifo) {
       attrs["FifoQueue"] = "true";
@@ -146,9 +143,10 @@ class SqsQueue final : public Queue {
                         fmt::format("RedrivePolicy: dead-letter queue \"{}\" must be {}",
                                     o.redrive->dead_letter_queue, o.fifo ? "FIFO" : "standard"));
       }
-      attrs["RedrivePolicy"] = json{{"deadLetterTargetArn", dlq->arn},
-                                    {"maxReceiveCount", std::to_string(o.redrive->max_receive_count)}}
-                                   .dump();
+      attrs["RedrivePolicy"] =
+          json{{"deadLetterTargetArn", dlq->arn},
+               {"maxReceiveCount", std::to_string(o.redrive->max_receive_count)}}
+              .dump();
     }
     auto r = Call("CreateQueue", {{"QueueName", std::string(name)}, {"Attributes", attrs}});
     if (!r.ok()) return r.status();
@@ -234,12 +232,8 @@ class SqsQueue final : public Queue {
     if (auto s = queue_internal::ValidateBatchIds(ids); !s.ok()) return s;
     auto q = Info(queue);
     if (!q.ok()) return q.status();
-    if (static_cast<int64_t>(total) > q->options.max_message_size) {
-      return SqsError(
-          sqs_error::kBatchRequestTooLong,
-          fmt::format("Batch requests cannot be longer than {} bytes (MaximumMessageSize), got {}",
-                      q->options.max_message_size, total));
-    }
+    if (auto s = queue_internal::ValidateBatchSize(total, q->options.max_message_size); !s.ok())
+      return s;
     BatchResult<SendResult> out;
     std::map<std::string, absl::Status> failed;
     json list = json::array();
@@ -262,7 +256,8 @@ class SqsQueue final : public Queue {
         sr.sequence_number = StrAttr(s, "SequenceNumber");
         ok[StrAttr(s, "Id")] = sr;
       }
-      for (const auto& f : r->value("Failed", json::array())) failed[StrAttr(f, "Id")] = EntryError(f);
+      for (const auto& f : r->value("Failed", json::array()))
+        failed[StrAttr(f, "Id")] = EntryError(f);
     }
     for (const auto& e : entries) {  // in entry order
       if (auto it = ok.find(e.id); it != ok.end()) {
@@ -300,7 +295,8 @@ class SqsQueue final : public Queue {
       rm.receipt_handle = StrAttr(m, "ReceiptHandle");
       const json attrs = m.value("Attributes", json::object());
       rm.receive_count = IntAttr(attrs, "ApproximateReceiveCount", 1);
-      rm.first_receive_time = absl::FromUnixMillis(IntAttr(attrs, "ApproximateFirstReceiveTimestamp"));
+      rm.first_receive_time =
+          absl::FromUnixMillis(IntAttr(attrs, "ApproximateFirstReceiveTimestamp"));
       rm.sent_time = absl::FromUnixMillis(IntAttr(attrs, "SentTimestamp"));
       rm.group_id = StrAttr(attrs, "MessageGroupId");
       rm.dedup_id = StrAttr(attrs, "MessageDeduplicationId");
@@ -316,7 +312,8 @@ class SqsQueue final : public Queue {
     }
     auto url = Url(queue);
     if (!url.ok()) return url.status();
-    return Call("DeleteMessage", {{"QueueUrl", *url}, {"ReceiptHandle", std::string(receipt_handle)}})
+    return Call("DeleteMessage",
+                {{"QueueUrl", *url}, {"ReceiptHandle", std::string(receipt_handle)}})
         .status();
   }
 
@@ -335,7 +332,8 @@ class SqsQueue final : public Queue {
     std::set<std::string> ok;
     std::map<std::string, absl::Status> failed;
     for (const auto& s : r->value("Successful", json::array())) ok.insert(StrAttr(s, "Id"));
-    for (const auto& f : r->value("Failed", json::array())) failed[StrAttr(f, "Id")] = EntryError(f);
+    for (const auto& f : r->value("Failed", json::array()))
+      failed[StrAttr(f, "Id")] = EntryError(f);
     BatchResult<bool> out;
     for (const auto& [id, h] : id_and_handle) {
       if (ok.count(id)) {
@@ -373,8 +371,9 @@ class SqsQueue final : public Queue {
     if (o.message_ids.empty()) {
       auto task = MoveTask(*source, o);
       if (task.ok() || task.status().code() != absl::StatusCode::kUnimplemented) return task;
-      spdlog::info("sqs: {}: no StartMessageMoveTask on this endpoint; moving by receive/send/delete",
-                   std::string(dlq));
+      spdlog::info(
+          "sqs: {}: no StartMessageMoveTask on this endpoint; moving by receive/send/delete",
+          std::string(dlq));
     }
     return MoveByHand(std::string(dlq), *source, o);
   }
@@ -596,48 +595,16 @@ class SqsQueue final : public Queue {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Queue>> OpenSqsQueue(SqsOptions options) {
-  if (options.max_attempts < 1 || options.max_attempts > 20) {
-    return absl::InvalidArgumentError(
-        ToAbsl(fmt::format("sqs.max_attempts: must be 1..20, got {}", options.max_attempts)));
-  }
-  if (options.connect_timeout <= absl::ZeroDuration() ||
-      options.request_timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("sqs.connect_timeout/request_timeout: must be positive");
-  }
-  if (options.access_key_id.empty() != options.secret_access_key.empty()) {
-    return absl::InvalidArgumentError("sqs.access_key_id/secret_access_key: give both or neither");
-  }
-  aws::JsonClientOptions c;
+  auto opts = aws::ClientOptionsFor(aws::SettingsOf(options), "sqs", "SQS", "sqs");
+  if (!opts.ok()) return opts.status();
+  aws::JsonClientOptions c = *std::move(opts);
   c.service = "sqs";
   c.target_prefix = "AmazonSQS";
-  if (!options.region.empty()) {
-    c.region = options.region;
-  } else {
-    auto r = aws::ResolveRegion();
-    if (!r.ok()) return Field("region", r.status());
-    c.region = *r;
-  }
-  if (!options.access_key_id.empty()) {
-    c.credentials = {options.access_key_id, options.secret_access_key, options.session_token};
-  } else {
-    auto creds = aws::ResolveCredentials();
-    if (!creds.ok()) return Field("credentials", creds.status());
-    c.credentials = *creds;
-  }
-  c.endpoint = aws::ResolveEndpoint(options.endpoint, "SQS", "sqs", c.region);
-  auto url = aws::ParseUrl(c.endpoint);
-  if (!url.ok()) return Field("endpoint", url.status());
-  if (url->target != "/") {
+  if (auto url = aws::ParseUrl(c.endpoint); !url.ok() || url->target != "/") {
     // fauxqs answers a POST to a queue path with 200 from its S3 emulation.
-    return absl::InvalidArgumentError(ToAbsl(fmt::format(
-        "sqs.endpoint: must be the service root (no path), got \"{}\"", c.endpoint)));
+    return absl::InvalidArgumentError(ToAbsl(
+        fmt::format("sqs.endpoint: must be the service root (no path), got \"{}\"", c.endpoint)));
   }
-  c.retry.max_attempts = options.max_attempts;
-  c.http.connect_timeout = options.connect_timeout;
-  c.http.request_timeout = options.request_timeout;
-  c.http.verify_tls = options.verify_tls;
-  c.http.ca_file = options.ca_file;
-  c.clock = options.clock;
   c.error_mapper = MapError;
   c.bad_response = [](std::string m) {
     return SqsError(sqs_error::kInternalError, m, absl::StatusCode::kUnavailable);
