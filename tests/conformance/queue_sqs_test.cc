@@ -45,18 +45,18 @@ absl::StatusOr<std::unique_ptr<Queue>> OpenSqs(const std::string& dir, Clock*) {
   return q;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fauxqs, QueueConformance,
-    ::testing::Values(QueueBackend{"sqs_fauxqs",
-                                   {.controllable_clock = false,  // SQS's clock: real time
-                                    .cross_process = true,        // one server for every process
-                                    .message_move = true,
-                                    .several_per_group_per_receive = false,  // fauxqs
-                                    .reports_duplicates = false,             // SQS
-                                    .rejects_bad_receipt_handles = false,    // fauxqs
-                                    .supplementary_plane_bodies = false},    // fauxqs
-                                   OpenSqs}),
-    QueueBackendName);
+INSTANTIATE_TEST_SUITE_P(Fauxqs, QueueConformance,
+                         ::testing::Values(QueueBackend{
+                             "sqs_fauxqs",
+                             {.controllable_clock = false,  // SQS's clock: real time
+                              .cross_process = true,        // one server for every process
+                              .message_move = true,
+                              .several_per_group_per_receive = false,  // fauxqs
+                              .reports_duplicates = false,             // SQS
+                              .rejects_bad_receipt_handles = false,    // fauxqs
+                              .supplementary_plane_bodies = false},    // fauxqs
+                             OpenSqs}),
+                         QueueBackendName);
 
 class SqsQueueTest : public ::testing::Test {
  protected:
@@ -126,8 +126,8 @@ TEST_F(SqsQueueTest, ContentBasedDedupCollapsesByBody) {
   auto b = q_->Send("cb.fifo", {.body = "same", .group_id = "other"});
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->message_id, b->message_id);
-  ASSERT_TRUE(q_->Send("cb.fifo", {.body = "same", .group_id = "other", .dedup_id = "explicit"})
-                  .ok());
+  ASSERT_TRUE(
+      q_->Send("cb.fifo", {.body = "same", .group_id = "other", .dedup_id = "explicit"}).ok());
   ReceiveOptions ro;
   ro.max_messages = 10;
   ro.wait_time = absl::ZeroDuration();
@@ -159,7 +159,8 @@ TEST_F(SqsQueueTest, VisibilityLapsesAndChangeVisibilityReleases) {
   ASSERT_TRUE(second.ok()) << second.status();
   ASSERT_EQ(second->size(), 1u);
   EXPECT_EQ((*second)[0].receive_count, 2);
-  ASSERT_TRUE(q_->ChangeVisibility("v.fifo", (*second)[0].receipt_handle, absl::ZeroDuration()).ok());
+  ASSERT_TRUE(
+      q_->ChangeVisibility("v.fifo", (*second)[0].receipt_handle, absl::ZeroDuration()).ok());
   auto third = q_->Receive("v.fifo", ro);
   ASSERT_TRUE(third.ok() && third->size() == 1u);
   EXPECT_EQ((*third)[0].receive_count, 3);
@@ -172,6 +173,9 @@ TEST_F(SqsQueueTest, ErrorsMapOntoThePortsCodes) {
   auto missing = q_->Send("nope.fifo", {.body = "x", .group_id = "g", .dedup_id = "d"});
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
   EXPECT_EQ(SqsErrorName(missing.status()), sqs_error::kQueueDoesNotExist);
+  // A receipt handle that is not UTF-8 is an error, not a crash.
+  ASSERT_TRUE(q_->CreateQueue("h", {}).ok());
+  EXPECT_EQ(q_->Delete("h", std::string("\xff\xfe", 2)).code(), absl::StatusCode::kInvalidArgument);
   QueueOptions small;
   small.max_message_size = 1024;
   ASSERT_TRUE(q_->CreateQueue("small", small).ok());
@@ -200,9 +204,8 @@ TEST(OpenSqsQueue, BadOptionsNameTheField) {
               ::testing::HasSubstr("sqs.max_attempts: must be 1..20, got 0"));
   EXPECT_THAT(std::string(with([](SqsOptions& o) { o.endpoint = "ftp://x"; }).message()),
               ::testing::HasSubstr("sqs.endpoint:"));
-  EXPECT_THAT(
-      std::string(with([](SqsOptions& o) { o.endpoint += "/000000000000/q"; }).message()),
-      ::testing::HasSubstr("must be the service root"));
+  EXPECT_THAT(std::string(with([](SqsOptions& o) { o.endpoint += "/000000000000/q"; }).message()),
+              ::testing::HasSubstr("must be the service root"));
   EXPECT_THAT(std::string(with([](SqsOptions& o) { o.secret_access_key.clear(); }).message()),
               ::testing::HasSubstr("sqs.access_key_id/secret_access_key"));
 }

@@ -94,6 +94,14 @@ int64_t IntAttr(const json& attrs, const char* name, int64_t fallback = 0) {
   }
 }
 
+// A member of an answer, or null (a malformed answer reads as empty, never throws).
+const json& Member(const json& j, const char* name) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(name);
+  return it == j.end() ? kNull : *it;
+}
+
 std::string StrAttr(const json& attrs, const char* name) {
   auto it = attrs.find(name);
   return it != attrs.end() && it->is_string() ? it->get<std::string>() : "";
@@ -195,7 +203,7 @@ class SqsQueue final : public Queue {
     if (!url.ok()) return url.status();
     auto r = Call("GetQueueAttributes", {{"QueueUrl", *url}, {"AttributeNames", {"All"}}});
     if (!r.ok()) return r.status();
-    const json attrs = r->value("Attributes", json::object());
+    const json attrs = Member(*r, "Attributes");
     QueueAttributes a;
     a.name = std::string(name);
     a.options = OptionsFrom(attrs);
@@ -250,13 +258,13 @@ class SqsQueue final : public Queue {
     if (!list.empty()) {
       auto r = Call("SendMessageBatch", {{"QueueUrl", q->url}, {"Entries", list}});
       if (!r.ok()) return r.status();
-      for (const auto& s : r->value("Successful", json::array())) {
+      for (const auto& s : Member(*r, "Successful")) {
         SendResult sr;
         sr.message_id = StrAttr(s, "MessageId");
         sr.sequence_number = StrAttr(s, "SequenceNumber");
         ok[StrAttr(s, "Id")] = sr;
       }
-      for (const auto& f : r->value("Failed", json::array()))
+      for (const auto& f : Member(*r, "Failed"))
         failed[StrAttr(f, "Id")] = EntryError(f);
     }
     for (const auto& e : entries) {  // in entry order
@@ -288,12 +296,12 @@ class SqsQueue final : public Queue {
     auto r = Call("ReceiveMessage", body, polls);
     if (!r.ok()) return r.status();
     std::vector<ReceivedMessage> out;
-    for (const auto& m : r->value("Messages", json::array())) {
+    for (const auto& m : Member(*r, "Messages")) {
       ReceivedMessage rm;
       rm.message_id = StrAttr(m, "MessageId");
       rm.body = StrAttr(m, "Body");
       rm.receipt_handle = StrAttr(m, "ReceiptHandle");
-      const json attrs = m.value("Attributes", json::object());
+      const json attrs = Member(m, "Attributes");
       rm.receive_count = IntAttr(attrs, "ApproximateReceiveCount", 1);
       rm.first_receive_time =
           absl::FromUnixMillis(IntAttr(attrs, "ApproximateFirstReceiveTimestamp"));
@@ -331,8 +339,8 @@ class SqsQueue final : public Queue {
     if (!r.ok()) return r.status();
     std::set<std::string> ok;
     std::map<std::string, absl::Status> failed;
-    for (const auto& s : r->value("Successful", json::array())) ok.insert(StrAttr(s, "Id"));
-    for (const auto& f : r->value("Failed", json::array()))
+    for (const auto& s : Member(*r, "Successful")) ok.insert(StrAttr(s, "Id"));
+    for (const auto& f : Member(*r, "Failed"))
       failed[StrAttr(f, "Id")] = EntryError(f);
     BatchResult<bool> out;
     for (const auto& [id, h] : id_and_handle) {
@@ -386,7 +394,13 @@ class SqsQueue final : public Queue {
   };
 
   absl::StatusOr<json> Call(std::string_view action, const json& body, bool long_poll = false) {
-    return (long_poll ? poll_client_ : client_)->Call(action, body);
+    try {
+      return (long_poll ? poll_client_ : client_)->Call(action, body);
+    } catch (const json::exception& e) {  // e.g. a receipt handle that is not UTF-8
+      return SqsError(
+          sqs_error::kInvalidParameterValue,
+          fmt::format("{}: the request cannot be encoded as JSON: {}", action, e.what()));
+    }
   }
 
   static json Entry(const SendMessageRequest& m) {
@@ -401,7 +415,8 @@ class SqsQueue final : public Queue {
     std::string code = StrAttr(f, "Code");
     std::string message = StrAttr(f, "Message");
     if (code.empty()) code = std::string(sqs_error::kInternalError);
-    const bool sender = f.value("SenderFault", true);
+    auto sf = f.find("SenderFault");
+    const bool sender = sf == f.end() || !sf->is_boolean() || sf->get<bool>();
     if (!sender) return SqsError(code, message, absl::StatusCode::kUnavailable);
     if (code == sqs_error::kInvalidParameterValue &&
         message.find("receipt handle has expired") != std::string::npos) {
@@ -459,7 +474,7 @@ class SqsQueue final : public Queue {
     qi.url = StrAttr(*u, "QueueUrl");
     auto a = Call("GetQueueAttributes", {{"QueueUrl", qi.url}, {"AttributeNames", {"All"}}});
     if (!a.ok()) return a.status();
-    const json attrs = a->value("Attributes", json::object());
+    const json attrs = Member(*a, "Attributes");
     qi.arn = StrAttr(attrs, "QueueArn");
     qi.options = OptionsFrom(attrs);
     util::MutexLock l(mu_);
@@ -484,7 +499,7 @@ class SqsQueue final : public Queue {
     for (;;) {
       auto tasks = Call("ListMessageMoveTasks", {{"SourceArn", dlq.arn}, {"MaxResults", 10}});
       if (!tasks.ok()) return tasks.status();
-      for (const auto& t : tasks->value("Results", json::array())) {
+      for (const auto& t : Member(*tasks, "Results")) {
         if (!handle.empty() && StrAttr(t, "TaskHandle") != handle) continue;
         const std::string status = StrAttr(t, "Status");
         if (status == "COMPLETED" || status == "CANCELLED" || status == "FAILED") {
