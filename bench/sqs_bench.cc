@@ -58,19 +58,31 @@ Backend Open(int which) {
     std::filesystem::remove_all(b.dir);
     std::filesystem::create_directories(b.dir);
     auto db = sqlite::Database::Open({.path = b.dir + "/q.db"});
-    if (!db.ok()) { b.error = db.status().ToString(); return b; }
+    if (!db.ok()) {
+      b.error = db.status().ToString();
+      return b;
+    }
     auto q = SqliteQueue::Open(*db, Clock::Real());
-    if (!q.ok()) { b.error = q.status().ToString(); return b; }
+    if (!q.ok()) {
+      b.error = q.status().ToString();
+      return b;
+    }
     b.queue = *std::move(q);
   } else {
-    if (Local().p.endpoint.empty()) { b.error = "fauxqs is not running"; return b; }
+    if (Local().p.endpoint.empty()) {
+      b.error = "fauxqs is not running";
+      return b;
+    }
     SqsOptions o;
     o.endpoint = Local().p.endpoint;
     o.region = "us-east-1";
     o.access_key_id = "bench";
     o.secret_access_key = "bench";
     auto q = OpenSqsQueue(o);
-    if (!q.ok()) { b.error = q.status().ToString(); return b; }
+    if (!q.ok()) {
+      b.error = q.status().ToString();
+      return b;
+    }
     b.queue = *std::move(q);
   }
   QueueOptions qo;
@@ -88,7 +100,8 @@ void BM_QueueCycle(benchmark::State& state) {
     std::vector<SendBatchEntry> batch;
     for (int i = 0; i < 10; ++i, ++seq) {
       batch.push_back({"e" + std::to_string(i),
-                       {.body = body, .group_id = "g" + std::to_string(i),
+                       {.body = body,
+                        .group_id = "g" + std::to_string(i),
                         .dedup_id = "d" + std::to_string(seq)}});
     }
     auto sent = b.queue->SendBatch(b.name, batch);
@@ -119,7 +132,8 @@ void BM_QueueSend(benchmark::State& state) {
   const std::string body(200, 'x');
   int64_t seq = 0;
   for (auto _ : state) {
-    auto r = b.queue->Send(b.name, {.body = body, .group_id = "g" + std::to_string(seq % 10),
+    auto r = b.queue->Send(b.name, {.body = body,
+                                    .group_id = "g" + std::to_string(seq % 10),
                                     .dedup_id = "s" + std::to_string(seq)});
     ++seq;
     if (!r.ok()) return state.SkipWithError("send failed");

@@ -67,7 +67,8 @@ pm::Family<pm::Counter>& PromLabeledCounterFamily() {
   return f;
 }
 pm::Family<pm::Histogram>& PromHistFamily() {
-  static auto& f = pm::BuildHistogram().Name("bench_plain_seconds").Help("h").Register(PromRegistry());
+  static auto& f =
+      pm::BuildHistogram().Name("bench_plain_seconds").Help("h").Register(PromRegistry());
   return f;
 }
 pm::Family<pm::Histogram>& PromLabeledHistFamily() {
@@ -142,12 +143,14 @@ struct OursRender {
       auto* v = vals.back().get();
       auto read = [v] { return static_cast<double>(v->load()); };
       if (i < kCounters)
-        reg.AddCounter("outbox_area_counter_" + std::to_string(i) + "_total", "Some counter.", read);
+        reg.AddCounter("outbox_area_counter_" + std::to_string(i) + "_total", "Some counter.",
+                       read);
       else
         reg.AddGauge("outbox_area_gauge_" + std::to_string(i), "Some gauge.", read);
     }
     for (int h = 0; h < kHists; ++h) {
-      hists.push_back(std::make_unique<om::LabeledHistogram>(std::vector<std::string>{"subscription"}));
+      hists.push_back(
+          std::make_unique<om::LabeledHistogram>(std::vector<std::string>{"subscription"}));
       for (int l = 0; l < kLabelSets; ++l)
         for (int k = 0; k < 5; ++k)
           hists.back()->Observe({"sub" + std::to_string(l)}, 0.003 * (k + 1) * (l + 1));
@@ -162,15 +165,25 @@ struct PromRender {
   PromRender() {
     for (int i = 0; i < kCounters + kGauges; ++i) {
       if (i < kCounters)
-        pm::BuildCounter().Name("outbox_area_counter_" + std::to_string(i) + "_total")
-            .Help("Some counter.").Register(*reg).Add({}).Increment(1000 + i);
+        pm::BuildCounter()
+            .Name("outbox_area_counter_" + std::to_string(i) + "_total")
+            .Help("Some counter.")
+            .Register(*reg)
+            .Add({})
+            .Increment(1000 + i);
       else
-        pm::BuildGauge().Name("outbox_area_gauge_" + std::to_string(i))
-            .Help("Some gauge.").Register(*reg).Add({}).Set(1000 + i);
+        pm::BuildGauge()
+            .Name("outbox_area_gauge_" + std::to_string(i))
+            .Help("Some gauge.")
+            .Register(*reg)
+            .Add({})
+            .Set(1000 + i);
     }
     for (int h = 0; h < kHists; ++h) {
-      auto& fam = pm::BuildHistogram().Name("outbox_latency_" + std::to_string(h) + "_seconds")
-                      .Help("Some latency.").Register(*reg);
+      auto& fam = pm::BuildHistogram()
+                      .Name("outbox_latency_" + std::to_string(h) + "_seconds")
+                      .Help("Some latency.")
+                      .Register(*reg);
       for (int l = 0; l < kLabelSets; ++l) {
         auto& hist = fam.Add({{"subscription", "sub" + std::to_string(l)}}, Buckets());
         for (int k = 0; k < 5; ++k) hist.Observe(0.003 * (k + 1) * (l + 1));

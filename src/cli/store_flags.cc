@@ -46,10 +46,9 @@ absl::Status CheckStoreAndQueueFlags(const StoreFlags& f, const std::string& db)
   }
   if (db.empty() && !(f.dynamodb() && f.sqs())) {
     return absl::InvalidArgumentError(
-        f.dynamodb()
-            ? "--db FILE is required: with --store dynamodb it holds the FIFO queue (or "
-              "--queue-backend sqs)"
-            : "--db FILE is required (or --store dynamodb --queue-backend sqs)");
+        f.dynamodb() ? "--db FILE is required: with --store dynamodb it holds the FIFO queue (or "
+                       "--queue-backend sqs)"
+                     : "--db FILE is required (or --store dynamodb --queue-backend sqs)");
   }
   if (!db.empty() && f.dynamodb() && f.sqs()) {
     return absl::InvalidArgumentError(

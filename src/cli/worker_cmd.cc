@@ -178,7 +178,8 @@ int Run(const Flags& f) {
   Inbox inbox(store, Clock::Real());
   for (const auto& spec : f.handlers) {
     if (spec.size() > 7 && spec.substr(spec.size() - 7) == "=effect") {
-      if (auto s = EnsureEffectsTable(store); !s.ok()) return Fail(kExitUnavailable, kEffectsTable, s);
+      if (auto s = EnsureEffectsTable(store); !s.ok())
+        return Fail(kExitUnavailable, kEffectsTable, s);
       break;
     }
   }

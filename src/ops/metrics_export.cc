@@ -43,9 +43,9 @@ void Ops::RegisterMetrics(metrics::Registry* r) {
                          Type::Gauge,
                          static_cast<double>(st->dlq.visible + st->dlq.in_flight + st->dlq.delayed),
                          {{"queue", st->dlq.name}}));
-      MetricFamily dl = metrics::NewFamily(
-          "outbox_dead_letters", "Dead letters in state DEAD (not redriven), per tenant",
-          Type::Gauge);
+      MetricFamily dl =
+          metrics::NewFamily("outbox_dead_letters",
+                             "Dead letters in state DEAD (not redriven), per tenant", Type::Gauge);
       MetricFamily lag = metrics::NewFamily(
           "outbox_relay_lag_events",
           "Events emitted but not yet forwarded by the relay, per tenant", Type::Gauge);

@@ -3,9 +3,8 @@
 #include <chrono>
 #include <thread>
 
-#include "outbox/relay.h"
-
 #include "fmt/format.h"
+#include "outbox/relay.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
 

@@ -312,12 +312,12 @@ void RegisterWebhookMetrics(metrics::Registry* r,
   r->AddCollector([subscribers](std::vector<prometheus::MetricFamily>* out) {
     using prometheus::MetricType;
     using metrics::AddSample;
-    auto deliveries = metrics::NewFamily(
-        "outbox_webhook_deliveries_total",
-        "Webhook runs by subscription and outcome (delivered = 2xx, retryable = "
-        "408/429/5xx/timeout/connection error, terminal = other answers, "
-        "circuit_open = failed fast without a request)",
-        MetricType::Counter);
+    auto deliveries =
+        metrics::NewFamily("outbox_webhook_deliveries_total",
+                           "Webhook runs by subscription and outcome (delivered = 2xx, retryable = "
+                           "408/429/5xx/timeout/connection error, terminal = other answers, "
+                           "circuit_open = failed fast without a request)",
+                           MetricType::Counter);
     auto in_flight = metrics::NewFamily("outbox_webhook_requests_in_flight",
                                         "Webhook requests in flight", MetricType::Gauge);
     auto duration = metrics::NewFamily("outbox_webhook_request_duration_seconds",
@@ -333,8 +333,7 @@ void RegisterWebhookMetrics(metrics::Registry* r,
       const std::string& sub = w->options().subscription;
       const WebhookMetrics& m = w->metrics();
       auto outcome = [&](const char* name, int64_t v) {
-        AddSample(&deliveries, {{"subscription", sub}, {"outcome", name}},
-                  static_cast<double>(v));
+        AddSample(&deliveries, {{"subscription", sub}, {"outcome", name}}, static_cast<double>(v));
       };
       outcome("delivered", m.delivered.load());
       outcome("retryable", m.retryable.load());

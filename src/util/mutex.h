@@ -85,7 +85,9 @@ class CondVar {
     return cv_.wait_until(l.lock_, t);
   }
   // Returns std::cv_status::timeout on timeout.
-  std::cv_status WaitFor(MutexLock& l, absl::Duration d) { return cv_.wait_for(l.lock_, Chrono(d)); }
+  std::cv_status WaitFor(MutexLock& l, absl::Duration d) {
+    return cv_.wait_for(l.lock_, Chrono(d));
+  }
   template <typename Rep, typename Period>
   std::cv_status WaitFor(MutexLock& l, std::chrono::duration<Rep, Period> d) {
     return cv_.wait_for(l.lock_, d);

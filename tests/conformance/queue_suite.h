@@ -28,9 +28,9 @@ struct QueueFeatures {
   bool message_move = true;   // MoveMessages is supported
   // Differences of a backend that is not ours (docs/SQS-COMPATIBILITY.md):
   bool several_per_group_per_receive = true;  // one receive may return >1 message of a group
-  bool reports_duplicates = true;           // SendResult.duplicate (SQS does not say)
-  bool rejects_bad_receipt_handles = true;  // a malformed handle is ReceiptHandleIsInvalid
-  bool supplementary_plane_bodies = true;   // bodies may hold U+10000..U+10FFFF
+  bool reports_duplicates = true;             // SendResult.duplicate (SQS does not say)
+  bool rejects_bad_receipt_handles = true;    // a malformed handle is ReceiptHandleIsInvalid
+  bool supplementary_plane_bodies = true;     // bodies may hold U+10000..U+10FFFF
 };
 
 struct QueueBackend {

@@ -24,10 +24,10 @@ using testing_support::ShellQuote;
 class SqsCliTest : public ::testing::Test {
  protected:
   Result Run(const std::string& args, bool stderr_too = false) {
-    return testing_support::RunCommand(
-        "cd " + dir_.path() + " && " + testing_support::DynamoDbLocal::IsolatedEnv(key_) +
-        "AWS_REGION=us-east-1 " + testing_support::OutboxBin() + " " + args +
-        (stderr_too ? " 2>&1" : " 2>/dev/null"));
+    return testing_support::RunCommand("cd " + dir_.path() + " && " +
+                                       testing_support::DynamoDbLocal::IsolatedEnv(key_) +
+                                       "AWS_REGION=us-east-1 " + testing_support::OutboxBin() +
+                                       " " + args + (stderr_too ? " 2>&1" : " 2>/dev/null"));
   }
   std::string Store() {
     return "--store dynamodb --endpoint " + testing_support::DynamoDbLocal::Endpoint();
@@ -44,8 +44,9 @@ class SqsCliTest : public ::testing::Test {
 TEST_F(SqsCliTest, EmitRelayWorkAndStatusOnDynamoDbAndSqs) {
   constexpr int kEvents = 12;
   for (int i = 0; i < kEvents; ++i) {
-    Result e = Run("emit " + Store() + " --tenant t" + std::to_string(i % 3) +
-                   " --type order.created --payload " + ShellQuote("{\"n\":" + std::to_string(i) + "}"));
+    Result e =
+        Run("emit " + Store() + " --tenant t" + std::to_string(i % 3) +
+            " --type order.created --payload " + ShellQuote("{\"n\":" + std::to_string(i) + "}"));
     ASSERT_EQ(e.code, 0) << e.out;
   }
   Result relay = Run("relay " + Both() + " --once -o json");
@@ -53,7 +54,9 @@ TEST_F(SqsCliTest, EmitRelayWorkAndStatusOnDynamoDbAndSqs) {
   EXPECT_EQ(json::parse(relay.out)["forwarded"], kEvents) << relay.out;
   ASSERT_EQ(testing_support::RunCommand(
                 "printf '[[subscriptions]]\\nname = \"ship\"\\nglob = \"order.*\"\\nlane = "
-                "\"DURABLE\"\\n' > " + dir_.file("c.toml")).code,
+                "\"DURABLE\"\\n' > " +
+                dir_.file("c.toml"))
+                .code,
             0);
   Result worker = Run("worker " + Both() + " --config c.toml --until-idle");
   ASSERT_EQ(worker.code, 0) << worker.out;
@@ -90,9 +93,8 @@ TEST_F(SqsCliTest, QueueFlagMistakesAreUsageErrors) {
   Result bad_backend = Run("relay --db x.db --queue-backend kafka --once", true);
   EXPECT_NE(bad_backend.code, 0);
   EXPECT_NE(bad_backend.out.find("--queue-backend"), std::string::npos) << bad_backend.out;
-  Result unreachable = Run("status " + Store() +
-                               " --queue-backend sqs --queue-endpoint http://127.0.0.1:1",
-                           true);
+  Result unreachable =
+      Run("status " + Store() + " --queue-backend sqs --queue-endpoint http://127.0.0.1:1", true);
   EXPECT_EQ(unreachable.code, 3) << unreachable.out;
 }
 

@@ -66,9 +66,9 @@ class Pipeline : public ::testing::TestWithParam<std::string> {
       for (const auto& sh : (*ds)["StreamDescription"]["Shards"]) {
         const std::string id = sh["ShardId"];
         if (iterators.count(id)) continue;
-        auto it = (*streams)->Call("GetShardIterator", {{"StreamArn", d->stream_arn},
-                                                        {"ShardId", id},
-                                                        {"ShardIteratorType", "TRIM_HORIZON"}});
+        auto it = (*streams)->Call(
+            "GetShardIterator",
+            {{"StreamArn", d->stream_arn}, {"ShardId", id}, {"ShardIteratorType", "TRIM_HORIZON"}});
         ASSERT_TRUE(it.ok()) << it.status();
         iterators[id] = (*it)["ShardIterator"];
       }
@@ -145,8 +145,8 @@ class Pipeline : public ::testing::TestWithParam<std::string> {
   // Starts `outbox ARGS` as its own process (output in <dir>/<name>.log).
   void Spawn(const std::string& name, const std::string& args) {
     std::string cmd = "exec " + testing_support::DynamoDbLocal::IsolatedEnv(key_) +
-                      "AWS_REGION=us-east-1 " + testing_support::OutboxBin() + " " + args +
-                      " >>" + dir_.file(name + ".log") + " 2>&1";
+                      "AWS_REGION=us-east-1 " + testing_support::OutboxBin() + " " + args + " >>" +
+                      dir_.file(name + ".log") + " 2>&1";
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
@@ -164,8 +164,8 @@ class Pipeline : public ::testing::TestWithParam<std::string> {
     procs_[name] = -1;
   }
   void StartRelay(const std::string& name) {
-    Spawn(name, "relay " + Flags() + " --mode " + GetParam() + " --lease-seconds 3 --instance " +
-                    name);
+    Spawn(name,
+          "relay " + Flags() + " --mode " + GetParam() + " --lease-seconds 3 --instance " + name);
   }
   void StartWorker(const std::string& name) {
     std::string h;
@@ -281,8 +281,8 @@ TEST_P(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
     for (const auto& [s, run] : per_seq) {
       EXPECT_EQ(run.first, 1) << key.first << "/" << key.second << " seq " << s;
       EXPECT_EQ(s, expect++) << key.first << "/" << key.second << ": a seq is missing";
-      EXPECT_GE(run.second, prev_at) << key.first << "/" << key.second << " seq " << s
-                                     << " completed before its predecessor";
+      EXPECT_GE(run.second, prev_at)
+          << key.first << "/" << key.second << " seq " << s << " completed before its predecessor";
       prev_at = run.second;
     }
   }

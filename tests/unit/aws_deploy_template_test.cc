@@ -5,9 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
-
 #include <set>
+#include <sstream>
 
 #include "nlohmann/json.hpp"
 #include "outbox/envelope_codec.h"
@@ -150,7 +149,8 @@ TEST(DeployTemplate, PipeFilterAndTemplateFitTheEventRows) {
   EXPECT_EQ(pattern.at("eventName"), json::array({"INSERT"}));
   const std::string suffix = pattern.at("dynamodb").at("Keys").at("pk").at("S")[0].at("suffix");
   auto ends = [&](const std::string& s) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   EXPECT_TRUE(ends(outbox::EventPk("acme"))) << "event rows pass";
   EXPECT_FALSE(ends(outbox::HeadPk("acme"))) << "head rows are dropped";

@@ -26,5 +26,4 @@ absl::Status ParseReceipt(std::string_view handle, ReceiptHandle* out);
 
 std::string FormatSequence(int64_t seq);  // zero-padded decimal, sorts like the number
 
-
 }  // namespace outbox::queue_internal

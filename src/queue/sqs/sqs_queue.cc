@@ -264,8 +264,7 @@ class SqsQueue final : public Queue {
         sr.sequence_number = StrAttr(s, "SequenceNumber");
         ok[StrAttr(s, "Id")] = sr;
       }
-      for (const auto& f : Member(*r, "Failed"))
-        failed[StrAttr(f, "Id")] = EntryError(f);
+      for (const auto& f : Member(*r, "Failed")) failed[StrAttr(f, "Id")] = EntryError(f);
     }
     for (const auto& e : entries) {  // in entry order
       if (auto it = ok.find(e.id); it != ok.end()) {
@@ -340,8 +339,7 @@ class SqsQueue final : public Queue {
     std::set<std::string> ok;
     std::map<std::string, absl::Status> failed;
     for (const auto& s : Member(*r, "Successful")) ok.insert(StrAttr(s, "Id"));
-    for (const auto& f : Member(*r, "Failed"))
-      failed[StrAttr(f, "Id")] = EntryError(f);
+    for (const auto& f : Member(*r, "Failed")) failed[StrAttr(f, "Id")] = EntryError(f);
     BatchResult<bool> out;
     for (const auto& [id, h] : id_and_handle) {
       if (ok.count(id)) {
