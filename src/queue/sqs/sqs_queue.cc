@@ -381,7 +381,7 @@ class SqsQueue final : public Queue {
           "sqs: {}: no StartMessageMoveTask on this endpoint; moving by receive/send/delete",
           std::string(dlq));
     }
-    return MoveByHand(std::string(dlq), *source, o);
+    return MoveByHand(std::string(dlq), o);
   }
 
  private:
@@ -541,8 +541,7 @@ class SqsQueue final : public Queue {
   // still inside its 5-minute window — would suppress the send and lose the
   // message), then delete from the DLQ. Messages not selected are made
   // visible again at once.
-  absl::StatusOr<MoveResult> MoveByHand(const std::string& dlq, const QueueInfo& dlq_info,
-                                        const MoveOptions& o) {
+  absl::StatusOr<MoveResult> MoveByHand(const std::string& dlq, const MoveOptions& o) {
     std::string dest = o.destination;
     if (dest.empty()) {
       auto s = SourceOf(dlq);
@@ -595,7 +594,6 @@ class SqsQueue final : public Queue {
       }
       if (got->empty() || !fresh) break;
     }
-    (void)dlq_info;
     return out;
   }
 
