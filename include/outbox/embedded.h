@@ -39,6 +39,8 @@
 
 namespace outbox {
 
+class Pipeline;
+
 struct EmbeddedOptions {
   // The SQLite file (its folder is created). WAL mode; every commit is
   // durable (synchronous=FULL) unless `synchronous_full` is false.
@@ -71,6 +73,9 @@ class Embedded {
   Inbox* inbox();
   Clock* clock();
   const EmbeddedOptions& options() const;
+  // The pipeline underneath (include/outbox/pipeline.h); its relay mode is
+  // "poll" when options().engine.write_outbox_rows.
+  Pipeline* pipeline();
 
   // Registers a subscription with its lane's dispatcher (see above). Errors:
   // InvalidArgument (no handler, bad glob, duplicate name across lanes),

@@ -46,6 +46,9 @@ namespace outbox {
 
 struct WorkerMetrics;
 struct RelayMetrics;
+struct StreamRelayMetrics;
+struct PollRelayMetrics;
+class Relay;
 namespace routing {
 class Router;
 }
@@ -300,6 +303,11 @@ class Ops {
 // the structs must outlive the registry).
 void RegisterWorkerMetrics(metrics::Registry* r, const WorkerMetrics& m);
 void RegisterRelayMetrics(metrics::Registry* r, const RelayMetrics& m);
+void RegisterRelayMetrics(metrics::Registry* r, const StreamRelayMetrics& m);
+void RegisterRelayMetrics(metrics::Registry* r, const PollRelayMetrics& m);
+// The metrics of whichever event relay `relay` is (ChangeFeedRelay,
+// StreamRelay or PollRelay; nothing for others). `relay` must outlive `r`.
+void RegisterRelayMetrics(metrics::Registry* r, const Relay& relay);
 void RegisterEngineMetrics(metrics::Registry* r, const EngineMetrics& m);
 
 // "2026-11-30T07:00:00Z" or epoch milliseconds -> time (InvalidArgument naming `field`).

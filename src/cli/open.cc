@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "relay/relay_mode.h"
+
 namespace outbox::cli {
 
 namespace {
@@ -93,27 +95,11 @@ absl::StatusOr<Stack> OpenStack(const StoreFlags& flags, const std::string& path
 }
 
 absl::StatusOr<std::string> StoredRelayMode(Store* store) {
-  GetRequest g;
-  g.table = EngineOptions{}.relay_state_table;
-  g.key = Item{{"pk", Value::S("SETTINGS")}, {"sk", Value::S("RELAY_MODE")}};
-  g.consistent_read = true;
-  auto r = store->GetItem(g);
-  if (!r.ok()) {
-    if (r.status().code() == absl::StatusCode::kNotFound) return std::string();  // no table yet
-    return r.status();
-  }
-  if (!*r) return std::string();
-  auto it = (*r)->find("mode");
-  return it != (*r)->end() && it->second.is(Type::S) ? it->second.s() : std::string();
+  return relay::StoredRelayMode(store, EngineOptions{}.relay_state_table);
 }
 
 absl::Status StoreRelayMode(Store* store, const std::string& mode) {
-  PutRequest p;
-  p.table = EngineOptions{}.relay_state_table;
-  p.item =
-      Item{{"pk", Value::S("SETTINGS")}, {"sk", Value::S("RELAY_MODE")}, {"mode", Value::S(mode)}};
-  auto r = store->PutItem(p);
-  return r.ok() ? absl::OkStatus() : r.status();
+  return relay::StoreRelayMode(store, mode, EngineOptions{}.relay_state_table);
 }
 
 }  // namespace outbox::cli

@@ -107,7 +107,8 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
           "[catalog], [[event_types]], [[subscriptions]]");
     }
   }
-  const toml::node* store_backend_node = nullptr;
+  const toml::node* store_remote_node = nullptr;  // store.endpoint / store.region
+  const toml::node* queue_remote_node = nullptr;  // queue.endpoint / queue.region
   auto table_name = [&](std::string* out) {
     return [&p, out](const toml::node& v, const std::string& key) {
       if (auto s = p.Str(v, key, out); !s.ok()) return s;
@@ -120,7 +121,6 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
           root, "store",
           {{"backend",
             [&](const toml::node& v, const std::string& key) {
-              store_backend_node = &v;
               if (auto s = p.Str(v, key, &c->store_backend); !s.ok()) return s;
               if (c->store_backend != "embedded" && c->store_backend != "dynamodb") {
                 return p.Error(v, key,
@@ -133,10 +133,14 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
                         const std::string& key) { return p.Str(v, key, &c->store_path); }},
            {"endpoint",
             [&](const toml::node& v, const std::string& key) {
+              store_remote_node = &v;
               return p.Str(v, key, &c->dynamodb_endpoint);
             }},
-           {"region", [&](const toml::node& v,
-                          const std::string& key) { return p.Str(v, key, &c->dynamodb_region); }},
+           {"region",
+            [&](const toml::node& v, const std::string& key) {
+              store_remote_node = &v;
+              return p.Str(v, key, &c->dynamodb_region);
+            }},
            {"events_table", table_name(&c->events_table)},
            {"inbox_table", table_name(&c->inbox_table)},
            {"dead_letters_table", table_name(&c->dead_letters_table)},
@@ -144,15 +148,29 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
       !s.ok()) {
     return s;
   }
-  if (c->store_backend == "dynamodb") {
-    return p.Error(
-        *store_backend_node, "store.backend",
-        "\"dynamodb\" is not available in outbox serve yet; use \"embedded\", or run the "
-        "DynamoDB pipeline as processes: outbox relay|worker --store dynamodb (docs/CLI.md)");
-  }
   if (auto s = p.Table(
           root, "queue",
-          {{"name",
+          {{"backend",
+            [&](const toml::node& v, const std::string& key) {
+              if (auto s = p.Str(v, key, &c->queue_backend); !s.ok()) return s;
+              if (c->queue_backend != "embedded" && c->queue_backend != "sqs") {
+                return p.Error(
+                    v, key,
+                    fmt::format("must be \"embedded\" or \"sqs\", got \"{}\"", c->queue_backend));
+              }
+              return absl::OkStatus();
+            }},
+           {"endpoint",
+            [&](const toml::node& v, const std::string& key) {
+              queue_remote_node = &v;
+              return p.Str(v, key, &c->sqs_endpoint);
+            }},
+           {"region",
+            [&](const toml::node& v, const std::string& key) {
+              queue_remote_node = &v;
+              return p.Str(v, key, &c->sqs_region);
+            }},
+           {"name",
             [&](const toml::node& v, const std::string& key) {
               if (auto s = p.Str(v, key, &c->queue); !s.ok()) return s;
               if (c->queue.size() < 6 || c->queue.substr(c->queue.size() - 5) != ".fifo") {
@@ -178,15 +196,17 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
           {{"mode",
             [&](const toml::node& v, const std::string& key) {
               if (auto s = p.Str(v, key, &c->relay_mode); !s.ok()) return s;
-              if (c->relay_mode != "feed") {
+              if (c->relay_mode != "feed" && c->relay_mode != "poll") {
                 return p.Error(
-                    v, key,
-                    fmt::format(
-                        "must be \"feed\" (outbox serve runs the change-feed relay; run `outbox "
-                        "relay --mode poll` as its own process for poll mode), got \"{}\"",
-                        c->relay_mode));
+                    v, key, fmt::format("must be \"feed\" or \"poll\", got \"{}\"", c->relay_mode));
               }
               return absl::OkStatus();
+            }},
+           {"name", [&](const toml::node& v,
+                        const std::string& key) { return p.Str(v, key, &c->relay_name); }},
+           {"lease_seconds",
+            [&](const toml::node& v, const std::string& key) {
+              return p.Secs(v, key, 1, 3600, &c->relay_lease);
             }},
            {"batch",
             [&](const toml::node& v, const std::string& key) {
@@ -323,6 +343,22 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
   }
 
   // Cross-key checks.
+  if (store_remote_node != nullptr && c->store_backend != "dynamodb") {
+    return p.Error(*store_remote_node, "store.endpoint",
+                   "store.endpoint and store.region need store.backend = \"dynamodb\"");
+  }
+  if (queue_remote_node != nullptr && c->queue_backend != "sqs") {
+    return p.Error(*queue_remote_node, "queue.endpoint",
+                   "queue.endpoint and queue.region need queue.backend = \"sqs\"");
+  }
+  if (!c->record_tables.empty() && !c->embedded()) {
+    return p.Error(
+        *root.get("records"), "records.tables",
+        fmt::format("the record-change relay reads the SQLite change feed into the SQLite queue: "
+                    "it needs store.backend = \"embedded\" and queue.backend = \"embedded\" "
+                    "(got \"{}\" and \"{}\")",
+                    c->store_backend, c->queue_backend));
+  }
   if (c->lease >= c->visibility_timeout) {
     return p.Error(
         lease_node ? *lease_node : static_cast<const toml::node&>(root), "worker.lease_seconds",

@@ -35,13 +35,18 @@ struct DaemonConfig {
   std::string relay_state_table = "outbox_relay_state";
 
   // [queue]
+  std::string queue_backend = "embedded";  // embedded (in store.path) | sqs
+  std::string sqs_endpoint;                // sqs backend only (default: AWS_ENDPOINT_URL_SQS, ...)
+  std::string sqs_region;                  // sqs backend only (default: AWS_REGION, ...)
   std::string queue = "outbox-events.fifo";
   absl::Duration visibility_timeout = absl::Seconds(30);
   int max_receive_count = 5;
 
   // [relay]
-  std::string relay_mode = "feed";  // feed only (poll mode: `outbox relay --mode poll`)
+  std::string relay_mode = "feed";  // feed (change feed / DynamoDB Streams) | poll (outbox rows)
   int relay_batch = 500;
+  std::string relay_name = "feed";                 // feed on DynamoDB: lease/checkpoint identity
+  absl::Duration relay_lease = absl::Seconds(10);  // feed on DynamoDB: shard lease duration
 
   // [worker]
   int worker_threads = 4;
@@ -74,6 +79,10 @@ struct DaemonConfig {
   CatalogConfig catalog;
 
   bool loopback() const;
+  // The store and the queue are both in the SQLite file store_path.
+  bool embedded() const { return store_backend == "embedded" && queue_backend == "embedded"; }
+  // The SQLite file is used (for the store, the queue or both).
+  bool uses_file() const { return store_backend == "embedded" || queue_backend == "embedded"; }
 };
 
 // The embedded default (no file).

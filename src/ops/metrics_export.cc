@@ -120,6 +120,51 @@ void RegisterRelayMetrics(metrics::Registry* r, const RelayMetrics& m) {
               [&m] { return static_cast<double>(m.lag_ms.load()) / 1000.0; });
 }
 
+void RegisterRelayMetrics(metrics::Registry* r, const StreamRelayMetrics& m) {
+  auto c = [r](const char* name, const char* help, const std::atomic<int64_t>* v) {
+    r->AddCounter(name, help, [v] { return static_cast<double>(v->load()); });
+  };
+  c("outbox_relay_forwarded_total", "Events forwarded to the queue by the relay", &m.forwarded);
+  c("outbox_relay_errors_total", "Change records the relay could not forward (poison records)",
+    &m.errors);
+  c("outbox_relay_resequenced_total", "Gaps the relay filled from the events table",
+    &m.resequenced);
+  c("outbox_relay_duplicates_total", "Sends the FIFO queue collapsed by dedup id", &m.duplicates);
+  c("outbox_relay_leases_lost_total",
+    "Checkpoints refused because another relay instance took the shard", &m.leases_lost);
+  r->AddGauge("outbox_relay_shards_held", "Stream shards this relay instance holds a lease on",
+              [&m] { return static_cast<double>(m.shards_held.load()); });
+  r->AddGauge("outbox_relay_lag_seconds",
+              "Now minus the creation time of the newest forwarded change record",
+              [&m] { return static_cast<double>(m.lag_ms.load()) / 1000.0; });
+}
+
+void RegisterRelayMetrics(metrics::Registry* r, const PollRelayMetrics& m) {
+  auto c = [r](const char* name, const char* help, const std::atomic<int64_t>* v) {
+    r->AddCounter(name, help, [v] { return static_cast<double>(v->load()); });
+  };
+  c("outbox_relay_forwarded_total", "Outbox rows sent to the queue and moved READY -> SENT",
+    &m.sent);
+  c("outbox_relay_duplicates_total", "Sends the FIFO queue collapsed by dedup id", &m.duplicates);
+  c("outbox_relay_retries_total", "Failed sends scheduled for a retry", &m.retries);
+  c("outbox_relay_dead_total", "Outbox rows moved to DEAD", &m.dead);
+  c("outbox_relay_lost_races_total", "Outbox rows another relay moved first", &m.lost_races);
+  c("outbox_relay_errors_total", "Store errors of the polling relay (the row is retried)",
+    &m.errors);
+  r->AddGauge("outbox_relay_lag_seconds", "Now minus the creation time of the newest sent event",
+              [&m] { return static_cast<double>(m.lag_ms.load()) / 1000.0; });
+}
+
+void RegisterRelayMetrics(metrics::Registry* r, const Relay& relay) {
+  if (auto* f = dynamic_cast<const ChangeFeedRelay*>(&relay)) {
+    RegisterRelayMetrics(r, f->metrics());
+  } else if (auto* s = dynamic_cast<const StreamRelay*>(&relay)) {
+    RegisterRelayMetrics(r, s->metrics());
+  } else if (auto* p = dynamic_cast<const PollRelay*>(&relay)) {
+    RegisterRelayMetrics(r, p->metrics());
+  }
+}
+
 void RegisterEngineMetrics(metrics::Registry* r, const EngineMetrics& m) {
   r->AddCounter("outbox_emits_total", "Successful Emit/EmitBatch calls",
                 [&m] { return static_cast<double>(m.emits.load()); });

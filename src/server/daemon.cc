@@ -17,16 +17,22 @@
 #include "nlohmann/json.hpp"
 #include "outbox/catalog.h"
 #include "outbox/ddb_json.h"
-#include "outbox/embedded.h"
+#include "outbox/dynamodb.h"
 #include "outbox/engine.h"
 #include "outbox/envelope_codec.h"
 #include "outbox/inbox.h"
+#include "outbox/pipeline.h"
 #include "outbox/relay.h"
+#include "outbox/sqs.h"
 #include "outbox/worker.h"
+#include "queue/sqlite/sqlite_queue.h"
+#include "relay/relay_mode.h"
 #include "server/http_util.h"
 #include "server/ops_routes.h"
 #include "server/webhook.h"
 #include "spdlog/spdlog.h"
+#include "sqlite/database.h"
+#include "store/sqlite/sqlite_store.h"
 #include "util/absl_compat.h"
 
 namespace outbox::server {
@@ -36,13 +42,16 @@ using nlohmann::json;
 struct Daemon::Impl {
   config::DaemonConfig cfg;
   Clock* clock = nullptr;
-  // The embedded stack (store, queue, engine, inbox, one subscription
-  // registry), wired where every embedded program gets it: outbox::Embedded.
-  std::unique_ptr<Embedded> stack;
+  // The pipeline (store, queue, engine, inbox, one subscription registry)
+  // over the configured backends, wired where every program gets it:
+  // outbox::Pipeline.
+  std::unique_ptr<Pipeline> stack;
+  SqliteStore* sqlite_store = nullptr;  // when store.backend = "embedded" (record relay)
+  SqliteQueue* sqlite_queue = nullptr;  // when queue.backend = "embedded"
   Engine* engine = nullptr;
   Queue* queue = nullptr;
   std::vector<std::unique_ptr<WebhookSubscriber>> webhooks;
-  std::unique_ptr<ChangeFeedRelay> relay;
+  std::unique_ptr<Relay> relay;  // change feed, DynamoDB Streams or outbox rows (relay.mode)
   std::unique_ptr<RecordChangeRelay> record_relay;
   // Both relays through their one lifecycle (Relay): started, stopped and
   // drained alike.
@@ -64,6 +73,8 @@ struct Daemon::Impl {
   std::atomic<bool> stopped{false};
   bool started = false;
 
+  absl::Status OpenBackends(PipelineOptions* po);
+  absl::Status CheckRelayMode(Store* store);
   absl::Status OpenAll();
   absl::Status BindSubscriptions();
   void Routes();
@@ -88,10 +99,72 @@ absl::Status LogHandler(const std::string& name, HandlerContext&, const Envelope
 
 }  // namespace
 
+// The store and the queue of [store] and [queue]; the SQLite file when
+// either is embedded.
+absl::Status Daemon::Impl::OpenBackends(PipelineOptions* po) {
+  std::shared_ptr<sqlite::Database> db;
+  if (cfg.uses_file()) {
+    std::error_code ec;
+    auto parent = std::filesystem::path(cfg.store_path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    sqlite::DatabaseOptions dbo;
+    dbo.path = cfg.store_path;
+    auto opened = sqlite::Database::Open(dbo);
+    if (!opened.ok()) return Prefixed(opened.status(), "store.path " + cfg.store_path);
+    db = *std::move(opened);
+  }
+  if (cfg.store_backend == "dynamodb") {
+    DynamoDbOptions o;
+    o.endpoint = cfg.dynamodb_endpoint;
+    o.region = cfg.dynamodb_region;
+    auto store = OpenDynamoDbStore(std::move(o));
+    if (!store.ok()) return Prefixed(store.status(), "store (dynamodb)");
+    po->store = *std::move(store);
+  } else {
+    auto store = SqliteStore::Open(db, clock);
+    if (!store.ok()) return Prefixed(store.status(), "store.path " + cfg.store_path);
+    sqlite_store = store->get();
+    po->store = *std::move(store);
+  }
+  if (cfg.queue_backend == "sqs") {
+    SqsOptions o;
+    o.endpoint = cfg.sqs_endpoint;
+    o.region = cfg.sqs_region;
+    auto queue = OpenSqsQueue(std::move(o));
+    if (!queue.ok()) return Prefixed(queue.status(), "queue (sqs)");
+    po->queue = *std::move(queue);
+  } else {
+    auto queue = SqliteQueue::Open(db, clock);
+    if (!queue.ok()) return Prefixed(queue.status(), "store.path " + cfg.store_path);
+    sqlite_queue = queue->get();
+    po->queue = *std::move(queue);
+  }
+  return absl::OkStatus();
+}
+
+// relay.mode against the mode recorded in the store (relay/relay_mode.h):
+// every process on the store must agree, or events are written for a relay
+// that does not run.
+absl::Status Daemon::Impl::CheckRelayMode(Store* store) {
+  auto stored = relay::StoredRelayMode(store, cfg.relay_state_table);
+  if (!stored.ok()) return Prefixed(stored.status(), "relay.mode");
+  if (!stored->empty() && *stored != cfg.relay_mode) {
+    return absl::FailedPreconditionError(ToAbsl(fmt::format(
+        "{}: relay.mode = \"{}\": the store is set to relay mode \"{}\"; events emitted under "
+        "one mode are not relayed by the other (docs/RELAY.md \"Choosing the mode\"): set "
+        "relay.mode = \"{}\", or switch the store with `outbox relay --mode {} --switch-mode` "
+        "once the old relay has drained",
+        cfg.source, cfg.relay_mode, *stored, *stored, cfg.relay_mode)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Daemon::Impl::OpenAll() {
-  EmbeddedOptions so;
-  so.path = cfg.store_path;
+  PipelineOptions so;
+  if (auto s = OpenBackends(&so); !s.ok()) return s;
+  if (auto s = CheckRelayMode(so.store.get()); !s.ok()) return s;
   so.clock = clock;
+  so.relay_mode = cfg.relay_mode;
   so.engine.events_table = cfg.events_table;
   so.engine.inbox_table = cfg.inbox_table;
   so.engine.dead_letters_table = cfg.dead_letters_table;
@@ -99,29 +172,49 @@ absl::Status Daemon::Impl::OpenAll() {
   so.engine.clock = clock;
   so.engine.strict_catalog = cfg.strict && cfg.catalog.catalog.size() > 0;
   for (const auto& t : cfg.catalog.catalog.List()) so.engine.declared_types.insert(t.type);
-  so.queue = cfg.queue;  // the FIFO event queue and its DLQ
+  so.queue_name = cfg.queue;  // the FIFO event queue and its DLQ
   so.event_queue.visibility_timeout = cfg.visibility_timeout;
   so.event_queue.max_receive_count = cfg.max_receive_count;
   so.record_queue = cfg.records_queue;
   so.record_tables = cfg.record_tables;  // created with a change feed when absent
-  auto opened = Embedded::Open(std::move(so));
-  if (!opened.ok()) return Prefixed(opened.status(), "store.path " + cfg.store_path);
+  auto opened = Pipeline::Open(std::move(so));
+  if (!opened.ok()) {
+    return Prefixed(opened.status(),
+                    cfg.uses_file() ? "store.path " + cfg.store_path : std::string("store"));
+  }
   stack = *std::move(opened);
   engine = stack->engine();
   queue = stack->queue();
+  if (auto s = relay::StoredRelayMode(stack->store(), cfg.relay_state_table);
+      s.ok() && s->empty()) {
+    if (auto w = relay::StoreRelayMode(stack->store(), cfg.relay_mode, cfg.relay_state_table);
+        !w.ok()) {
+      return Prefixed(w, "relay.mode (recording it in the store)");
+    }
+  }
 
   if (auto st = BindSubscriptions(); !st.ok()) return st;
 
-  RelayOptions ro;
-  ro.batch = cfg.relay_batch;
-  auto r = stack->NewRelay(ro);
+  EventRelayOptions ro;
+  ro.feed.batch = cfg.relay_batch;
+  ro.stream.batch = cfg.relay_batch;
+  ro.stream.name = cfg.relay_name;
+  ro.stream.lease_duration = cfg.relay_lease;
+  // Renew (and rebalance) three times per lease, at most every 3 s.
+  ro.stream.renew_interval = std::min(absl::Seconds(3), cfg.relay_lease / 3);
+  ro.poll.batch = std::min(cfg.relay_batch, 1000);
+  auto r = stack->NewEventRelay(ro);
   if (!r.ok()) return Prefixed(r.status(), "relay");
   relay = *std::move(r);
 
   if (!cfg.record_tables.empty()) {
+    // The config allows record tables only on the embedded store and queue.
     RecordRelayOptions rro;
+    rro.tables = cfg.record_tables;
+    rro.queue = cfg.records_queue;
+    rro.relay_state_table = cfg.relay_state_table;
     rro.tenant_key_prefix = cfg.tenant_key_prefix;
-    auto rr = stack->NewRecordRelay(rro);
+    auto rr = RecordChangeRelay::Open(sqlite_store, sqlite_queue, clock, std::move(rro));
     if (!rr.ok()) return Prefixed(rr.status(), "records");
     record_relay = *std::move(rr);
   }
@@ -139,10 +232,12 @@ absl::Status Daemon::Impl::OpenAll() {
     if (!c.ok()) return Prefixed(c.status(), "records consumer");
     record_consumer = *std::move(c);
   }
-  ops = stack->NewOps();
+  ops::OpsOptions oo;
+  oo.relay_name = cfg.relay_mode == "poll" ? "poll" : cfg.relay_name;
+  ops = stack->NewOps(oo);
   ops->RegisterMetrics(&registry);
   ops::RegisterEngineMetrics(&registry, engine->metrics());
-  ops::RegisterRelayMetrics(&registry, relay->metrics());
+  ops::RegisterRelayMetrics(&registry, *relay);
   ops::RegisterWorkerMetrics(&registry, worker->metrics());
   RegisterWebhookMetrics(&registry, &webhooks);
   return absl::OkStatus();
@@ -431,9 +526,12 @@ absl::Status Daemon::Start() {
   d.listen_thread = std::thread([&d] { d.http.listen_after_bind(); });
   while (!d.http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   d.ready.store(true);
-  spdlog::info("serve: listening on http://{}:{} (store {}, {} subscription(s), {} webhook(s))",
-               host, d.port, d.cfg.store_path, d.cfg.catalog.subscriptions.size(),
-               d.webhooks.size());
+  spdlog::info(
+      "serve: listening on http://{}:{} (store {}, queue {}{}, relay {} ({}), {} subscription(s), "
+      "{} webhook(s))",
+      host, d.port, d.cfg.store_backend, d.cfg.queue_backend,
+      d.cfg.uses_file() ? " in " + d.cfg.store_path : std::string(), d.cfg.relay_mode,
+      d.stack->event_relay_kind(), d.cfg.catalog.subscriptions.size(), d.webhooks.size());
   return absl::OkStatus();
 }
 
@@ -453,6 +551,7 @@ void Daemon::Stop() {
     r->Stop();
     if (auto s = r->Drain(); !s.ok())
       spdlog::warn("serve: relay {} drain: {}", r->name(), ToStd(s.message()));
+    r->Stop();  // the stream relay releases the shard leases the drain took again
   }
   // 3. Worker: finish the batch in flight; the rest stays queued.
   d.worker->Stop();

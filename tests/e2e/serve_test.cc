@@ -27,163 +27,19 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/webhook.h"
+#include "support/command.h"
+#include "support/serve_process.h"
 #include "support/temp_dir.h"
 
 namespace {
 
 using json = nlohmann::json;
+using outbox::testing_support::Bin;
+using outbox::testing_support::Receiver;
+using outbox::testing_support::ServeProcess;
 using outbox::testing_support::TempDir;
+using outbox::testing_support::WaitFor;
 using ::testing::HasSubstr;
-
-const char* Bin() {
-  const char* bin = std::getenv("OUTBOX_BIN");
-  EXPECT_NE(bin, nullptr) << "OUTBOX_BIN not set (run through ctest)";
-  return bin;
-}
-
-// A running `outbox serve`; stdout's first line gives the port.
-class ServeProcess {
- public:
-  ServeProcess(const std::string& config, const std::string& log) {
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], 1);
-      int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (err >= 0) dup2(err, 2);
-      close(fds[0]);
-      execl(Bin(), Bin(), "serve", "--config", config.c_str(), "--listen", "127.0.0.1:0",
-            (char*)nullptr);
-      _exit(127);
-    }
-    close(fds[1]);
-    out_ = fdopen(fds[0], "r");
-    char line[512];
-    if (fgets(line, sizeof line, out_) != nullptr) {
-      std::cmatch m;
-      if (std::regex_search(line, m, std::regex(R"(http://127\.0\.0\.1:(\d+))")))
-        port_ = std::stoi(m[1]);
-    }
-  }
-  ~ServeProcess() {
-    if (pid_ > 0 && !reaped_) Kill(SIGKILL);
-    if (out_) fclose(out_);
-  }
-  int port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  // Sends `sig` and waits; returns the exit code (or 128+signal).
-  int Kill(int sig) {
-    kill(pid_, sig);
-    int st = 0;
-    waitpid(pid_, &st, 0);
-    reaped_ = true;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  }
-
- private:
-  pid_t pid_ = -1;
-  FILE* out_ = nullptr;
-  int port_ = 0;
-  bool reaped_ = false;
-};
-
-// A webhook receiver: per path an answer policy; dedup by Idempotency-Key.
-class Receiver {
- public:
-  explicit Receiver(std::string secret) : secret_(std::move(secret)) {
-    server_.Post(R"(/hook/(\w+))", [this](const httplib::Request& req, httplib::Response& res) {
-      const std::string sub = req.matches[1];
-      const std::string key = req.get_header_value("Idempotency-Key");
-      const int64_t ts = std::atoll(req.get_header_value("Outbox-Timestamp").c_str());
-      std::lock_guard<std::mutex> l(mu_);
-      ++raw_[sub];
-      if (!outbox::server::VerifyWebhookSignature(secret_, ts, req.body,
-                                                  req.get_header_value("Outbox-Signature"))) {
-        ++bad_signatures_;
-      }
-      json body = json::parse(req.body, nullptr, false);
-      if (body.is_discarded() || key != body.value("id", "") + ":" + sub) ++bad_keys_;
-      attempts_[key].push_back(std::atoi(req.get_header_value("Outbox-Attempt").c_str()));
-      int status = 200;
-      auto pol = policy_.find(sub);
-      if (pol != policy_.end()) status = pol->second(key, static_cast<int>(attempts_[key].size()));
-      res.status = status;
-      if (status >= 200 && status < 300) {
-        if (!done_[sub].insert(key).second) ++duplicate_effects_[sub];
-        ids_[sub].insert(body.value("id", ""));
-      }
-      res.set_content("{}", "application/json");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~Receiver() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string Url(const std::string& sub) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + "/hook/" + sub;
-  }
-  // policy(key, nth delivery of this key) -> HTTP status
-  void SetPolicy(const std::string& sub, std::function<int(const std::string&, int)> p) {
-    std::lock_guard<std::mutex> l(mu_);
-    policy_[sub] = std::move(p);
-  }
-  int Raw(const std::string& sub) {
-    std::lock_guard<std::mutex> l(mu_);
-    return raw_[sub];
-  }
-  int Unique(const std::string& sub) {
-    std::lock_guard<std::mutex> l(mu_);
-    return static_cast<int>(done_[sub].size());
-  }
-  int DuplicateEffects(const std::string& sub) {
-    std::lock_guard<std::mutex> l(mu_);
-    return duplicate_effects_[sub];
-  }
-  std::set<std::string> Ids(const std::string& sub) {
-    std::lock_guard<std::mutex> l(mu_);
-    return ids_[sub];
-  }
-  std::vector<int> Attempts(const std::string& key) {
-    std::lock_guard<std::mutex> l(mu_);
-    return attempts_[key];
-  }
-  int bad_signatures() {
-    std::lock_guard<std::mutex> l(mu_);
-    return bad_signatures_;
-  }
-  int bad_keys() {
-    std::lock_guard<std::mutex> l(mu_);
-    return bad_keys_;
-  }
-
- private:
-  std::string secret_;
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
-  std::mutex mu_;
-  std::map<std::string, std::function<int(const std::string&, int)>> policy_;
-  std::map<std::string, int> raw_, duplicate_effects_;
-  std::map<std::string, std::set<std::string>> done_, ids_;
-  std::map<std::string, std::vector<int>> attempts_;
-  int bad_signatures_ = 0, bad_keys_ = 0;
-};
-
-// Polls `pred` every 20 ms for up to `secs` real seconds (the daemon runs on real time).
-template <class F>
-bool WaitFor(F pred, double secs) {
-  auto until =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(secs * 1000));
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
 
 constexpr const char* kToken = "e2e-token-123";
 constexpr const char* kSecret = "whsec_e2e";
@@ -609,6 +465,32 @@ TEST_F(Serve, KillNineMidRunLosesNothingAndDuplicatesNoEffect) {
   while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
   int status = pclose(f);
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+}
+
+// relay.mode = "poll" on the embedded store: the engine writes an outbox row
+// with each event and the polling relay sends it (docs/RELAY.md); the mode is
+// recorded in the file, so `outbox relay --mode feed` on it refuses.
+TEST_F(Serve, PollModeOnTheEmbeddedStore) {
+  Receiver rx(kSecret);
+  std::string cfg = WriteConfig(Hook("ship", rx.Url("ship")), "[relay]\nmode = \"poll\"\n");
+  ServeProcess server(cfg, dir_.file("serve.log"));
+  ASSERT_GT(server.port(), 0) << Log();
+  EXPECT_THAT(Log(), HasSubstr("relay poll (poll)"));
+  auto c = Client(server.port());
+  std::set<std::string> emitted;
+  for (int i = 0; i < 30; ++i) {
+    int st = 0;
+    json e = Emit(c, {{"tenant", "h" + std::to_string(i % 3)}, {"type", "com.order_placed"}}, &st);
+    ASSERT_EQ(st, 201) << e.dump();
+    emitted.insert(e["id"].get<std::string>());
+  }
+  ASSERT_TRUE(WaitFor([&] { return rx.Unique("ship") == 30; }, 30)) << rx.Unique("ship");
+  EXPECT_EQ(rx.Ids("ship"), emitted);
+  EXPECT_EQ(server.Kill(SIGTERM), 0) << Log();
+  auto relay = outbox::testing_support::RunCommand(
+      std::string(Bin()) + " relay --db " + dir_.file("outbox.db") + " --mode feed --once 2>&1");
+  EXPECT_EQ(relay.code, 2) << relay.out;
+  EXPECT_THAT(relay.out, HasSubstr("the store is set to relay mode \"poll\""));
 }
 
 }  // namespace

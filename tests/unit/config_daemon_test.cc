@@ -117,6 +117,40 @@ std::string ErrorOf(const std::string& text) {
   return c.ok() ? "" : std::string(c.status().message());
 }
 
+TEST(DaemonConfig, DynamoDbStoreSqsQueueAndPollMode) {
+  auto c = ParseDaemonConfig(R"(
+[store]
+backend = "dynamodb"
+endpoint = "http://127.0.0.1:8000"
+region = "eu-west-1"
+[queue]
+backend = "sqs"
+endpoint = "http://127.0.0.1:9324"
+region = "eu-west-2"
+[relay]
+mode = "poll"
+name = "east"
+lease_seconds = 12
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->store_backend, "dynamodb");
+  EXPECT_EQ(c->dynamodb_endpoint, "http://127.0.0.1:8000");
+  EXPECT_EQ(c->dynamodb_region, "eu-west-1");
+  EXPECT_EQ(c->queue_backend, "sqs");
+  EXPECT_EQ(c->sqs_endpoint, "http://127.0.0.1:9324");
+  EXPECT_EQ(c->sqs_region, "eu-west-2");
+  EXPECT_EQ(c->relay_mode, "poll");
+  EXPECT_EQ(c->relay_name, "east");
+  EXPECT_EQ(c->relay_lease, absl::Seconds(12));
+  EXPECT_FALSE(c->embedded());
+  EXPECT_FALSE(c->uses_file());
+  auto mixed = ParseDaemonConfig("[store]\nbackend = \"dynamodb\"\n");
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  EXPECT_TRUE(mixed->uses_file());  // the queue stays in store.path
+  EXPECT_FALSE(mixed->embedded());
+  EXPECT_TRUE(DefaultConfig().embedded());
+}
+
 TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(ErrorOf("[worker]\nthreads = 0\n"),
             "outbox.toml:2: worker.threads: must be between 1 and 64, got 0");
@@ -135,8 +169,22 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
   EXPECT_THAT(ErrorOf("[queue]\nvisibility_timeout_seconds = 10\n[worker]\nlease_seconds = 20\n"),
               HasSubstr("outbox.toml:4: worker.lease_seconds: must be shorter than "
                         "queue.visibility_timeout_seconds"));
-  EXPECT_THAT(ErrorOf("[store]\nbackend = \"dynamodb\"\n"),
-              HasSubstr("outbox.toml:2: store.backend: \"dynamodb\" is not available"));
+  EXPECT_THAT(ErrorOf("[store]\nbackend = \"cassandra\"\n"),
+              HasSubstr("outbox.toml:2: store.backend: must be \"embedded\" or \"dynamodb\""));
+  EXPECT_THAT(ErrorOf("[queue]\nbackend = \"kafka\"\n"),
+              HasSubstr("outbox.toml:2: queue.backend: must be \"embedded\" or \"sqs\", got "
+                        "\"kafka\""));
+  EXPECT_THAT(ErrorOf("[relay]\nmode = \"push\"\n"),
+              HasSubstr("outbox.toml:2: relay.mode: must be \"feed\" or \"poll\""));
+  EXPECT_THAT(ErrorOf("[store]\n\nendpoint = \"http://127.0.0.1:8000\"\n"),
+              HasSubstr("outbox.toml:3: store.endpoint: store.endpoint and store.region need "
+                        "store.backend = \"dynamodb\""));
+  EXPECT_THAT(ErrorOf("[queue]\nregion = \"eu-west-1\"\n"),
+              HasSubstr("outbox.toml:2: queue.endpoint: queue.endpoint and queue.region need "
+                        "queue.backend = \"sqs\""));
+  EXPECT_THAT(ErrorOf("[store]\nbackend = \"dynamodb\"\n[records]\ntables = [\"orders\"]\n"),
+              HasSubstr("outbox.toml:3: records.tables: the record-change relay reads the SQLite "
+                        "change feed"));
   EXPECT_THAT(ErrorOf("[ops]\nmax_body_bytes = \"big\"\n"),
               HasSubstr("outbox.toml:2: ops.max_body_bytes: must be an integer, got string"));
   EXPECT_THAT(ErrorOf("[worker\n"), HasSubstr("outbox.toml:1: invalid TOML"));

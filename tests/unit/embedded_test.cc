@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include "outbox/pipeline.h"
+#include "queue/sqlite/sqlite_queue.h"
+#include "sqlite/database.h"
+#include "store/sqlite/sqlite_store.h"
 #include "support/temp_dir.h"
 
 namespace outbox {
@@ -73,6 +77,98 @@ TEST(Embedded, BadRecordTableNamesTheOption) {
   EXPECT_NE(std::string(opened.status().message()).find("record_tables: no spaces allowed"),
             std::string::npos)
       << opened.status();
+}
+
+// outbox::Pipeline (include/outbox/pipeline.h): the relay it builds follows
+// the store, the queue and the relay mode, and each one carries an event to
+// the DURABLE subscription exactly once.
+struct Backends {
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Queue> queue;
+};
+
+Backends OpenBackends(const std::string& store_file, const std::string& queue_file, Clock* clock) {
+  sqlite::DatabaseOptions so;
+  so.path = store_file;
+  auto sdb = *sqlite::Database::Open(so);
+  auto qdb = sdb;
+  if (queue_file != store_file) {
+    sqlite::DatabaseOptions qo;
+    qo.path = queue_file;
+    qdb = *sqlite::Database::Open(qo);
+  }
+  return {*SqliteStore::Open(sdb, clock), *SqliteQueue::Open(qdb, clock)};
+}
+
+TEST(Pipeline, TheRelayFollowsTheBackendsAndTheModeAndDeliversOnce) {
+  struct Case {
+    bool one_file;
+    std::string mode;
+    std::string kind;
+  };
+  for (const Case& c : {Case{true, "feed", "change-feed"}, Case{false, "feed", "stream"},
+                        Case{true, "poll", "poll"}, Case{false, "poll", "poll"}}) {
+    SCOPED_TRACE(c.kind + (c.one_file ? " (one file)" : " (two files)"));
+    testing_support::TempDir dir;
+    ManualClock clock;
+    Backends b = OpenBackends(dir.file("store.db"),
+                              c.one_file ? dir.file("store.db") : dir.file("queue.db"), &clock);
+    PipelineOptions o;
+    o.store = std::move(b.store);
+    o.queue = std::move(b.queue);
+    o.clock = &clock;
+    o.relay_mode = c.mode;
+    auto p = Pipeline::Open(std::move(o));
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ((*p)->event_relay_kind(), c.kind);
+    std::vector<std::string> ran;
+    ASSERT_TRUE((*p)->Subscribe({.name = "ship",
+                                 .glob = "order.*",
+                                 .lane = Lane::kDurable,
+                                 .handler =
+                                     [&](HandlerContext&, const Envelope& e) {
+                                       ran.push_back(e.id);
+                                       return absl::OkStatus();
+                                     }})
+                    .ok());
+    auto relay = (*p)->NewEventRelay();
+    ASSERT_TRUE(relay.ok()) << relay.status();
+    WorkerOptions wo;
+    wo.wait = absl::ZeroDuration();  // no long poll: the second receive finds nothing at once
+    auto worker = (*p)->NewWorker(wo);
+    ASSERT_TRUE(worker.ok()) << worker.status();
+    auto ev = (*p)->engine()->Emit(RequestContext{.tenant = "acme"}, "order.paid", Value::M({}));
+    ASSERT_TRUE(ev.ok()) << ev.status();
+    ASSERT_TRUE((*relay)->Drain().ok());
+    ASSERT_TRUE((*relay)->Drain().ok());  // again: nothing is sent twice
+    ASSERT_TRUE((*worker)->RunOnce().ok());
+    ASSERT_TRUE((*worker)->RunOnce().ok());
+    EXPECT_EQ(ran, std::vector<std::string>{ev->id});
+    auto st = (*p)->NewOps()->GetStatus({});
+    ASSERT_TRUE(st.ok()) << st.status();
+    EXPECT_EQ(st->events, 1);
+    EXPECT_EQ(st->dead_letters, 0);
+  }
+}
+
+TEST(Pipeline, MissingPartsAndAnUnknownModeNameTheOption) {
+  EXPECT_NE(Pipeline::Open({}).status().ToString().find("store: required"), std::string::npos);
+  testing_support::TempDir dir;
+  Backends b = OpenBackends(dir.file("s.db"), dir.file("s.db"), Clock::Real());
+  PipelineOptions o;
+  o.store = std::move(b.store);
+  EXPECT_NE(Pipeline::Open(std::move(o)).status().ToString().find("queue: required"),
+            std::string::npos);
+  PipelineOptions m;
+  Backends b2 = OpenBackends(dir.file("t.db"), dir.file("t.db"), Clock::Real());
+  m.store = std::move(b2.store);
+  m.queue = std::move(b2.queue);
+  m.relay_mode = "push";
+  auto bad = Pipeline::Open(std::move(m));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().ToString().find("relay_mode: must be \"feed\" or \"poll\", got \"push\""),
+            std::string::npos);
 }
 
 }  // namespace
