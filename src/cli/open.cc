@@ -1,22 +1,11 @@
 #include "cli/open.h"
 
-#include <filesystem>
-
+#include "embedded/backends.h"
 #include "relay/relay_mode.h"
 
 namespace outbox::cli {
 
 namespace {
-
-// The SQLite file at `path` (its folder created when absent).
-absl::StatusOr<std::shared_ptr<sqlite::Database>> OpenFile(const std::string& path) {
-  std::error_code ec;
-  auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  sqlite::DatabaseOptions o;
-  o.path = path;
-  return sqlite::Database::Open(o);
-}
 
 // The engine over `store`, tables ensured; it writes outbox rows when the
 // recorded relay mode is "poll".
@@ -33,61 +22,24 @@ absl::StatusOr<std::unique_ptr<Engine>> OpenEngine(Store* store) {
 
 }  // namespace
 
-absl::StatusOr<Embedded> OpenEmbedded(const std::string& path) {
-  Embedded e;
-  auto db = OpenFile(path);
-  if (!db.ok()) return db.status();
-  e.db = *std::move(db);
-  auto store = SqliteStore::Open(e.db, Clock::Real());
-  if (!store.ok()) return store.status();
-  e.store = *std::move(store);
-  auto queue = SqliteQueue::Open(e.db, Clock::Real());
-  if (!queue.ok()) return queue.status();
-  e.queue = *std::move(queue);
-  auto engine = OpenEngine(e.store.get());
-  if (!engine.ok()) return engine.status();
-  e.engine = *std::move(engine);
-  return e;
-}
-
 absl::StatusOr<Stack> OpenStack(const StoreFlags& flags, const std::string& path) {
+  BackendSpec spec;
+  spec.dynamodb = flags.dynamodb();
+  spec.sqs = flags.sqs();
+  spec.path = path;
+  spec.dynamodb_options.endpoint = flags.endpoint;
+  spec.dynamodb_options.region = flags.region;
+  spec.sqs_options.endpoint = flags.queue_endpoint;
+  spec.sqs_options.region = flags.region;
+  auto b = OpenBackends(std::move(spec));
+  if (!b.ok()) return b.status();
   Stack st;
-  if (!flags.dynamodb() && !flags.sqs()) {
-    auto e = OpenEmbedded(path);
-    if (!e.ok()) return e.status();
-    st.db = std::move(e->db);
-    st.store = std::move(e->store);
-    st.sqlite_queue = e->queue.get();
-    st.queue = std::move(e->queue);
-    st.engine = std::move(e->engine);
-    return st;
-  }
   st.dynamodb = flags.dynamodb();
   st.sqs = flags.sqs();
-  if (!path.empty()) {
-    auto db = OpenFile(path);
-    if (!db.ok()) return db.status();
-    st.db = *std::move(db);
-  }
-  if (st.dynamodb) {
-    auto store = OpenDynamoDbStore(flags);
-    if (!store.ok()) return store.status();
-    st.store = *std::move(store);
-  } else {
-    auto store = SqliteStore::Open(st.db, Clock::Real());
-    if (!store.ok()) return store.status();
-    st.store = *std::move(store);
-  }
-  if (st.sqs) {
-    auto queue = OpenSqsQueue(flags);
-    if (!queue.ok()) return queue.status();
-    st.queue = *std::move(queue);
-  } else {
-    auto queue = SqliteQueue::Open(st.db, Clock::Real());
-    if (!queue.ok()) return queue.status();
-    st.sqlite_queue = queue->get();
-    st.queue = *std::move(queue);
-  }
+  st.db = std::move(b->db);
+  st.store = std::move(b->store);
+  st.queue = std::move(b->queue);
+  st.sqlite_queue = b->sqlite_queue;
   auto engine = OpenEngine(st.store.get());
   if (!engine.ok()) return engine.status();
   st.engine = *std::move(engine);

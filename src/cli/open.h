@@ -1,4 +1,4 @@
-// Opens the embedded stack (one SQLite file) for CLI commands.
+// Opens the store, the queue and the engine the CLI flags name.
 #pragma once
 
 #include <memory>
@@ -11,17 +11,6 @@
 #include "store/sqlite/sqlite_store.h"
 
 namespace outbox::cli {
-
-struct Embedded {
-  std::shared_ptr<sqlite::Database> db;
-  std::unique_ptr<SqliteStore> store;
-  std::unique_ptr<SqliteQueue> queue;
-  std::unique_ptr<Engine> engine;
-};
-
-// Opens (creating when absent) the file at `path` with the engine's tables.
-// The engine writes outbox rows when the database's relay mode is "poll".
-absl::StatusOr<Embedded> OpenEmbedded(const std::string& path);
 
 // The store chosen by --store (the SQLite file `db`, or DynamoDB) with the FIFO
 // queue chosen by --queue-backend (the SQLite file `db`, or SQS) and the

@@ -64,13 +64,6 @@ absl::Status CheckStoreAndQueueFlags(const StoreFlags& f, const std::string& db)
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Queue>> OpenSqsQueue(const StoreFlags& f) {
-  SqsOptions o;
-  o.endpoint = f.queue_endpoint;
-  o.region = f.region;
-  return outbox::OpenSqsQueue(std::move(o));
-}
-
 absl::StatusOr<aws::JsonClientOptions> DynamoDbClientOptions(const StoreFlags& f) {
   return aws::DynamoDbOptionsFromEnvironment(f.endpoint, f.region);
 }

@@ -46,8 +46,6 @@ absl::Status CheckStoreAndQueueFlags(const StoreFlags& f, const std::string& db)
 // NotFound when no region or credentials can be found.
 absl::StatusOr<aws::JsonClientOptions> DynamoDbClientOptions(const StoreFlags& f);
 absl::StatusOr<std::unique_ptr<Store>> OpenDynamoDbStore(const StoreFlags& f);
-// The SQS queue for the flags (outbox::OpenSqsQueue).
-absl::StatusOr<std::unique_ptr<Queue>> OpenSqsQueue(const StoreFlags& f);
 // AddStoreFlags plus --queue-backend/--queue-endpoint (commands that use the queue).
 void AddStoreAndQueueFlags(CLI::App* cmd, StoreFlags* f);
 

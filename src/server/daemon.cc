@@ -13,17 +13,16 @@
 #include <vector>
 
 #include "ddbapi/ddbapi.h"
+#include "embedded/backends.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "outbox/catalog.h"
 #include "outbox/ddb_json.h"
-#include "outbox/dynamodb.h"
 #include "outbox/engine.h"
 #include "outbox/envelope_codec.h"
 #include "outbox/inbox.h"
 #include "outbox/pipeline.h"
 #include "outbox/relay.h"
-#include "outbox/sqs.h"
 #include "outbox/worker.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "relay/relay_mode.h"
@@ -31,7 +30,6 @@
 #include "server/ops_routes.h"
 #include "server/webhook.h"
 #include "spdlog/spdlog.h"
-#include "sqlite/database.h"
 #include "store/sqlite/sqlite_store.h"
 #include "util/absl_compat.h"
 
@@ -99,46 +97,24 @@ absl::Status LogHandler(const std::string& name, HandlerContext&, const Envelope
 
 }  // namespace
 
-// The store and the queue of [store] and [queue]; the SQLite file when
-// either is embedded.
+// The store and the queue of [store] and [queue] (the SQLite file when
+// either is embedded).
 absl::Status Daemon::Impl::OpenBackends(PipelineOptions* po) {
-  std::shared_ptr<sqlite::Database> db;
-  if (cfg.uses_file()) {
-    std::error_code ec;
-    auto parent = std::filesystem::path(cfg.store_path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    sqlite::DatabaseOptions dbo;
-    dbo.path = cfg.store_path;
-    auto opened = sqlite::Database::Open(dbo);
-    if (!opened.ok()) return Prefixed(opened.status(), "store.path " + cfg.store_path);
-    db = *std::move(opened);
-  }
-  if (cfg.store_backend == "dynamodb") {
-    DynamoDbOptions o;
-    o.endpoint = cfg.dynamodb_endpoint;
-    o.region = cfg.dynamodb_region;
-    auto store = OpenDynamoDbStore(std::move(o));
-    if (!store.ok()) return Prefixed(store.status(), "store (dynamodb)");
-    po->store = *std::move(store);
-  } else {
-    auto store = SqliteStore::Open(db, clock);
-    if (!store.ok()) return Prefixed(store.status(), "store.path " + cfg.store_path);
-    sqlite_store = store->get();
-    po->store = *std::move(store);
-  }
-  if (cfg.queue_backend == "sqs") {
-    SqsOptions o;
-    o.endpoint = cfg.sqs_endpoint;
-    o.region = cfg.sqs_region;
-    auto queue = OpenSqsQueue(std::move(o));
-    if (!queue.ok()) return Prefixed(queue.status(), "queue (sqs)");
-    po->queue = *std::move(queue);
-  } else {
-    auto queue = SqliteQueue::Open(db, clock);
-    if (!queue.ok()) return Prefixed(queue.status(), "store.path " + cfg.store_path);
-    sqlite_queue = queue->get();
-    po->queue = *std::move(queue);
-  }
+  BackendSpec spec;
+  spec.dynamodb = cfg.store_backend == "dynamodb";
+  spec.sqs = cfg.queue_backend == "sqs";
+  spec.path = cfg.store_path;
+  spec.dynamodb_options.endpoint = cfg.dynamodb_endpoint;
+  spec.dynamodb_options.region = cfg.dynamodb_region;
+  spec.sqs_options.endpoint = cfg.sqs_endpoint;
+  spec.sqs_options.region = cfg.sqs_region;
+  spec.clock = clock;
+  auto b = outbox::OpenBackends(std::move(spec));
+  if (!b.ok()) return Prefixed(b.status(), cfg.uses_file() ? "store.path" : "store");
+  sqlite_store = b->sqlite_store;
+  sqlite_queue = b->sqlite_queue;
+  po->store = std::move(b->store);
+  po->queue = std::move(b->queue);
   return absl::OkStatus();
 }
 
