@@ -249,8 +249,13 @@ void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
     return;
   }
   for (auto& h : hooks) h();
-  commits_.fetch_add(1);
-  commit_cv_.NotifyAll();
+  {
+    // Under the waiters' mutex: a waiter between its check and its wait
+    // cannot miss this commit.
+    util::MutexLock l(commit_mu_);
+    commits_.fetch_add(1);
+    commit_cv_.NotifyAll();
+  }
 }
 
 absl::Status Database::Read(ReadFn fn) {
@@ -304,8 +309,15 @@ absl::Status Database::sticky_error() const {
 uint64_t Database::WaitForCommit(uint64_t seen, absl::Duration timeout) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::microseconds(absl::ToInt64Microseconds(timeout));
-  PollExternalChanges();  // establish the baseline
+  // A change since the last poll (another process committed between the
+  // caller's read and this wait) counts at once: ignoring it would sleep
+  // until the next commit or the timeout.
+  const bool changed_before = PollExternalChanges();
   util::MutexLock l(commit_mu_);
+  if (changed_before) {
+    commits_.fetch_add(1);
+    commit_cv_.NotifyAll();
+  }
   while (commits_.load() <= seen) {
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) break;
@@ -320,6 +332,7 @@ uint64_t Database::WaitForCommit(uint64_t seen, absl::Duration timeout) {
     l.Lock();
     if (external) {
       commits_.fetch_add(1);
+      commit_cv_.NotifyAll();  // the other waiters learn of it now, not at their next poll
       break;
     }
   }
