@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/effects.h"
 #include "cli/open.h"
 #include "cli/registry.h"
 #include "cli/store_flags.h"
@@ -88,40 +89,8 @@ absl::StatusOr<std::map<std::string, std::string>> ParseHandlers(
   return out;
 }
 
-// The effect table of the `effect` handler: one item per (tenant,
-// subscription, seq) whose `runs` counts the committed runs (the proof of
-// "once" in the multi-process tests, docs/CLI.md).
-constexpr char kEffectsTable[] = "outbox_effects";
-
-absl::Status EnsureEffectsTable(Store* store) {
-  TableSpec t;
-  t.name = kEffectsTable;
-  t.hash_key = {"pk", Type::S};
-  t.range_key = KeyAttribute{"sk", Type::S};
-  auto s = store->CreateTable(t);
-  return s.ok() || DdbErrorName(s) == ddb_error::kResourceInUse ||
-                 s.code() == absl::StatusCode::kAlreadyExists
-             ? absl::OkStatus()
-             : s;
-}
-
 Handler BuiltinHandler(const std::string& name, const std::string& kind) {
-  if (kind == "effect") {
-    // The effect commits with the inbox completion (AddWrite): once per event.
-    return [name](HandlerContext& ctx, const Envelope& e) {
-      TransactWriteItem w;
-      w.kind = TransactWriteItem::Kind::kUpdate;
-      w.table = kEffectsTable;
-      w.item = Item{{"pk", Value::S("EFFECT#" + e.tenant)},
-                    {"sk", Value::S(fmt::format("{}#{:020}", name, e.seq))}};
-      w.update = "ADD runs :one SET event_id = :e, done_at_ms = :t, worker_pid = :p";
-      w.args.values = {{":one", Value::N(int64_t{1})},
-                       {":e", Value::S(e.id)},
-                       {":t", Value::N(Clock::Real()->NowMillis())},
-                       {":p", Value::N(static_cast<int64_t>(getpid()))}};
-      return ctx.AddWrite(std::move(w));
-    };
-  }
+  if (kind == "effect") return EffectHandler(name);
   if (kind == "fail") {
     return [name](HandlerContext&, const Envelope& e) {
       return absl::UnavailableError(

@@ -1,0 +1,90 @@
+// `outbox bench pipeline` as a user runs it: both topologies deliver every
+// event once and report what they measured; a SIGKILLed worker loses
+// nothing and duplicates no effect; bad flags are usage errors. (The
+// figures themselves are measured on an idle machine: docs/PERFORMANCE.md.)
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "support/command.h"
+#include "support/temp_dir.h"
+
+namespace outbox {
+namespace {
+
+using nlohmann::json;
+
+json Bench(const std::string& args, int* code) {
+  auto r = testing_support::RunCommand(testing_support::OutboxBin() + " bench pipeline " + args +
+                                       " -o json 2>/dev/null");
+  *code = r.code;
+  return json::parse(r.out, nullptr, false);
+}
+
+void ExpectWhole(const json& j, int events, int subscriptions) {
+  ASSERT_TRUE(j.is_object()) << j.dump();
+  EXPECT_EQ(j["effects_expected"], events * subscriptions) << j.dump(2);
+  EXPECT_EQ(j["lost"], 0) << j.dump(2);
+  EXPECT_EQ(j["duplicates"], 0) << j.dump(2);
+  EXPECT_EQ(j["emit_failures"], 0);
+  EXPECT_GT(j["producer_events_per_second"].get<double>(), 0);
+  EXPECT_GT(j["end_to_end_events_per_second"].get<double>(), 0);
+  EXPECT_GE(j["propagation_ms"]["p99"].get<int64_t>(), j["propagation_ms"]["p50"].get<int64_t>());
+  EXPECT_GE(j["propagation_ms"]["max"].get<int64_t>(), j["propagation_ms"]["p99"].get<int64_t>());
+  EXPECT_GT(j["fsync_ms"]["p50"].get<double>(), 0) << "the fsync probe ran";
+  EXPECT_GT(j["cpu_seconds_per_event"].get<double>(), 0);
+}
+
+TEST(BenchPipeline, BothTopologiesDeliverEveryEventOnce) {
+  for (const std::string topology : {"processes", "serve"}) {
+    SCOPED_TRACE(topology);
+    int code = -1;
+    json j = Bench("--events 400 --tenants 4 --subscriptions 2 --topology " + topology, &code);
+    EXPECT_EQ(code, 0) << j.dump(2);
+    ExpectWhole(j, 400, 2);
+    EXPECT_EQ(j["topology"], topology);
+    EXPECT_EQ(j["producers"], 4) << "one producer per tenant by default";
+  }
+}
+
+TEST(BenchPipeline, AKilledWorkerLosesNothingAndDuplicatesNoEffect) {
+  int code = -1;
+  json j = Bench("--events 600 --tenants 4 --kill-worker-at 0.5 --visibility-seconds 3", &code);
+  EXPECT_EQ(code, 0) << j.dump(2);
+  ExpectWhole(j, 600, 1);
+}
+
+TEST(BenchPipeline, PacedRunAndAKeptFolder) {
+  testing_support::TempDir dir;
+  int code = -1;
+  json j = Bench("--events 100 --tenants 2 --rate 200 --dir " + dir.file("data"), &code);
+  EXPECT_EQ(code, 0) << j.dump(2);
+  ExpectWhole(j, 100, 1);
+  // 100 events at 200/s take about half a second to emit: the producer rate
+  // is bounded by the pacing, whatever the machine.
+  EXPECT_LE(j["producer_events_per_second"].get<double>(), 220) << j.dump(2);
+  // --dir: the data stays; the same folder again is refused (a fresh file).
+  auto again = testing_support::RunCommand(testing_support::OutboxBin() +
+                                           " bench pipeline --events 10 --dir " + dir.file("data") +
+                                           " 2>&1");
+  EXPECT_EQ(again.code, 2) << again.out;
+  EXPECT_NE(again.out.find("bench.db exists"), std::string::npos) << again.out;
+}
+
+TEST(BenchPipeline, BadFlagsAreUsageErrors) {
+  auto kill_serve = testing_support::RunCommand(
+      testing_support::OutboxBin() +
+      " bench pipeline --topology serve --kill-worker-at 0.5 --events 10 2>&1");
+  EXPECT_EQ(kill_serve.code, 2) << kill_serve.out;
+  EXPECT_NE(kill_serve.out.find("--kill-worker-at needs --topology processes"), std::string::npos);
+  auto bad_topology = testing_support::RunCommand(testing_support::OutboxBin() +
+                                                  " bench pipeline --topology cloud 2>&1");
+  EXPECT_NE(bad_topology.code, 0);
+  EXPECT_NE(bad_topology.out.find("--topology"), std::string::npos) << bad_topology.out;
+  auto no_sub = testing_support::RunCommand(testing_support::OutboxBin() + " bench 2>&1");
+  EXPECT_NE(no_sub.code, 0) << no_sub.out;
+}
+
+}  // namespace
+}  // namespace outbox
