@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,6 +103,14 @@ class Inbox {
   // never outlives the work it reports.
   absl::Status Complete(const InboxKey& key, int64_t token, std::vector<TransactWriteItem> writes,
                         bool resolve_dead_letter = false);
+  // The same, with the transaction run by `commit` instead of the store's
+  // TransactWriteItems (the durable worker on one SQLite file runs it in the
+  // write job that also deletes the queue message). `commit` must have the
+  // semantics and errors of TransactWriteItems; it may be called twice (the
+  // retry without an already-resolved dead letter).
+  using CommitFn = std::function<absl::Status(const TransactWriteRequest&)>;
+  absl::Status Complete(const InboxKey& key, int64_t token, std::vector<TransactWriteItem> writes,
+                        bool resolve_dead_letter, const CommitFn& commit);
 
   // Retryable failure: RETRY with the error (the queue's visibility timeout
   // and receive count are the retry policy).

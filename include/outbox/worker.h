@@ -70,7 +70,7 @@ struct WorkerOptions {
   // is not handed to another receive, so one group is still processed by one
   // loop at a time, in order. More loops keep more groups busy at once (a
   // FIFO receive tends to return few groups). RunOnce is always one receive.
-  int receivers = 2;
+  int receivers = 4;
   // Messages per receive (1..10).
   int batch = 10;
   // Long-poll wait of one receive (0..20 s).

@@ -55,8 +55,11 @@ struct BenchFlags {
   std::string topology = "processes";
   double kill_worker_at = 0;  // fraction of the events emitted; 0: never
   int payload_bytes = 64;
-  int visibility_seconds = 30;  // the event queue's visibility timeout (a killed worker's wait)
-  std::string dir;              // empty: a fresh folder under $TMPDIR (removed unless --keep)
+  int visibility_seconds = 30;
+  int worker_threads = WorkerOptions{}.threads;
+  int worker_receivers =
+      WorkerOptions{}.receivers;  // the event queue's visibility timeout (a killed worker's wait)
+  std::string dir;                // empty: a fresh folder under $TMPDIR (removed unless --keep)
   bool keep = false;
   int stall_seconds = 120;  // give up when no effect lands for this long
   std::string output = "table";
@@ -184,7 +187,15 @@ int RunPipeline(const BenchFlags& f) {
         << "\nhandler_timeout_seconds = " << lease_s / 2 << "\n";
     }
   }
-  std::vector<std::string> worker_args = {"worker", "--db", db, "--config", config};
+  std::vector<std::string> worker_args = {"worker",
+                                          "--db",
+                                          db,
+                                          "--config",
+                                          config,
+                                          "--threads",
+                                          std::to_string(f.worker_threads),
+                                          "--receivers",
+                                          std::to_string(f.worker_receivers)};
   for (int i = 0; i < f.subscriptions; ++i) {
     worker_args.push_back("--handler");
     worker_args.push_back(Sub(i) + "=effect");
@@ -207,7 +218,10 @@ int RunPipeline(const BenchFlags& f) {
       (void)e.Subscribe(std::move(sub));
     }
     auto r = e.NewRelay();
-    auto w = e.NewWorker();
+    WorkerOptions wo;
+    wo.threads = f.worker_threads;
+    wo.receivers = f.worker_receivers;
+    auto w = e.NewWorker(wo);
     if (!r.ok() || !w.ok()) {
       std::cerr << "outbox bench pipeline: " << (r.ok() ? w.status() : r.status()) << "\n";
       return kExitUnavailable;
@@ -256,7 +270,23 @@ int RunPipeline(const BenchFlags& f) {
   }
   bool killed = false;
   const bool tty = isatty(STDERR_FILENO) != 0;
-  auto count_effects = [&]() -> int64_t {
+  // Progress: only the effects after the last one seen of each (tenant,
+  // subscription). Completions of one tenant's subscription land in seq order
+  // unless a run was retried after a later one: when the count stops short,
+  // a full count (at most every 2 s) decides whether everything is there.
+  std::vector<int64_t> seen_seq(static_cast<size_t>(f.tenants * f.subscriptions), 0);
+  int64_t counted = 0;
+  auto count_new = [&] {
+    for (int t = 0; t < f.tenants; ++t) {
+      for (int i = 0; i < f.subscriptions; ++i) {
+        auto n = CountEffectsAfter(e.store(), Tenant(t), Sub(i),
+                                   &seen_seq[static_cast<size_t>(t * f.subscriptions + i)]);
+        if (n.ok()) counted += *n;
+      }
+    }
+    return counted;
+  };
+  auto count_all = [&] {
     int64_t n = 0;
     for (int t = 0; t < f.tenants; ++t) {
       auto r = ReadEffects(e.store(), Tenant(t));
@@ -264,6 +294,7 @@ int RunPipeline(const BenchFlags& f) {
     }
     return n;
   };
+  auto last_full = std::chrono::steady_clock::now();
   const int64_t expected = f.events * f.subscriptions;
   int64_t effects = 0, last_effects = -1;
   auto last_progress = std::chrono::steady_clock::now();
@@ -281,7 +312,13 @@ int RunPipeline(const BenchFlags& f) {
       producers_done = std::chrono::steady_clock::now();
       joined = true;
     }
-    effects = count_effects();
+    effects = count_new();
+    const auto now = std::chrono::steady_clock::now();
+    if (joined && effects < expected && Seconds(now - last_progress) > 2 &&
+        Seconds(now - last_full) > 2) {
+      last_full = now;
+      if (count_all() >= expected) break;
+    }
     if (tty) {
       std::cerr << fmt::format("\remitted {}/{}  effects {}/{}", done.load(), f.events, effects,
                                expected)
@@ -295,7 +332,7 @@ int RunPipeline(const BenchFlags& f) {
                Seconds(std::chrono::steady_clock::now() - last_progress) > f.stall_seconds) {
       break;  // stalled: what is missing is reported as lost
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(joined ? 50 : 200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   if (tty) std::cerr << "\n";
   if (!joined) {
@@ -350,6 +387,8 @@ int RunPipeline(const BenchFlags& f) {
       {"payload_bytes", f.payload_bytes},
       {"kill_worker_at", f.kill_worker_at},
       {"visibility_seconds", f.visibility_seconds},
+      {"worker_threads", f.worker_threads},
+      {"worker_receivers", f.worker_receivers},
       {"emit_failures", failures.load()},
       {"producer_events_per_second", static_cast<double>(ok_events) / std::max(0.001, emit_s)},
       {"end_to_end_events_per_second", static_cast<double>(ok_events) / e2e_s},
@@ -415,6 +454,12 @@ void AddBench(CLI::App& app) {
   p->add_option("--visibility-seconds", f->visibility_seconds,
                 "Visibility timeout of the event queue: how long a killed worker's tenants wait")
       ->check(CLI::Range(2, 43200))
+      ->capture_default_str();
+  p->add_option("--worker-threads", f->worker_threads, "Worker threads (groups in parallel)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  p->add_option("--worker-receivers", f->worker_receivers, "Worker receive loops")
+      ->check(CLI::Range(1, 16))
       ->capture_default_str();
   p->add_option("--dir", f->dir,
                 "Data folder (must not hold bench.db; default: a fresh temp folder)");

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
+
 #include "fmt/format.h"
 #include "outbox/clock.h"
 #include "outbox/errors.h"
@@ -62,6 +65,31 @@ absl::StatusOr<std::map<std::pair<std::string, int64_t>, EffectRow>> ReadEffects
     q.exclusive_start_key = r->last_evaluated_key;
   }
   return out;
+}
+
+absl::StatusOr<int64_t> CountEffectsAfter(Store* store, const std::string& tenant,
+                                          const std::string& subscription, int64_t* after) {
+  QueryRequest q;
+  q.table = kEffectsTable;
+  q.key_condition = "pk = :p AND sk BETWEEN :lo AND :hi";
+  q.projection = "sk";
+  q.args.values = {{":p", Value::S("EFFECT#" + tenant)},
+                   {":lo", Value::S(fmt::format("{}#{:020}", subscription, *after + 1))},
+                   {":hi", Value::S(fmt::format("{}#{:020}", subscription, INT64_MAX))}};
+  q.consistent_read = true;
+  int64_t n = 0;
+  while (true) {
+    auto r = store->Query(q);
+    if (!r.ok()) return r.status();
+    for (const Item& it : r->items) {
+      const std::string& sk = it.at("sk").s();
+      *after = std::max<int64_t>(*after, std::atoll(sk.c_str() + sk.rfind('#') + 1));
+      ++n;
+    }
+    if (!r->last_evaluated_key) break;
+    q.exclusive_start_key = r->last_evaluated_key;
+  }
+  return n;
 }
 
 }  // namespace outbox::cli

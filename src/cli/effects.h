@@ -33,4 +33,11 @@ struct EffectRow {
 absl::StatusOr<std::map<std::pair<std::string, int64_t>, EffectRow>> ReadEffects(
     Store* store, const std::string& tenant);
 
+// Effects of (tenant, subscription) with seq > *after: their number; *after
+// becomes the highest seq read. For progress lines that must not re-read the
+// whole table (completions of a tenant's subscription land in seq order,
+// except after replays: a final count uses ReadEffects).
+absl::StatusOr<int64_t> CountEffectsAfter(Store* store, const std::string& tenant,
+                                          const std::string& subscription, int64_t* after);
+
 }  // namespace outbox::cli

@@ -46,6 +46,7 @@ struct Flags {
   std::string config;
   std::string queue = WorkerOptions{}.queue;
   int threads = WorkerOptions{}.threads;
+  int receivers = WorkerOptions{}.receivers;
   bool once = false;
   bool until_idle = false;
   std::vector<std::string> handlers;  // SUB=log|fail|fail-terminal
@@ -156,6 +157,7 @@ int Run(const Flags& f) {
   WorkerOptions o;
   o.queue = f.queue;
   o.threads = f.threads;
+  o.receivers = f.receivers;
   if (auto s = o.Validate(); !s.ok()) return Fail(kExitUsage, "options", s);
   DurableWorker worker(store, queue, &inbox, &router, Clock::Real(), o);
   if (auto s = worker.Init(); !s.ok()) return Fail(kExitUnavailable, "worker", s);
@@ -214,6 +216,10 @@ void AddWorker(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--threads", f->threads, "Threads processing the groups of a batch")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  sub->add_option("--receivers", f->receivers,
+                  "Receive loops (each receives a batch while the others process theirs)")
+      ->check(CLI::Range(1, 16))
       ->capture_default_str();
   sub->add_flag("--once", f->once, "One receive and its processing, then exit");
   sub->add_flag("--until-idle", f->until_idle,

@@ -147,6 +147,13 @@ absl::StatusOr<Claim> Inbox::TryClaim(const InboxKey& key, const std::string& ow
 
 absl::Status Inbox::Complete(const InboxKey& key, int64_t token,
                              std::vector<TransactWriteItem> writes, bool resolve_dead_letter) {
+  return Complete(key, token, std::move(writes), resolve_dead_letter,
+                  [this](const TransactWriteRequest& r) { return store_->TransactWriteItems(r); });
+}
+
+absl::Status Inbox::Complete(const InboxKey& key, int64_t token,
+                             std::vector<TransactWriteItem> writes, bool resolve_dead_letter,
+                             const CommitFn& commit) {
   const size_t max_writes = static_cast<size_t>(kMaxTransactItems) - (resolve_dead_letter ? 2 : 1);
   if (writes.size() > max_writes) {
     return absl::InvalidArgumentError(fmt::format(
@@ -186,7 +193,7 @@ absl::Status Inbox::Complete(const InboxKey& key, int64_t token,
     req.items.push_back(std::move(letter));
   }
   OUTBOX_CRASH_POINT("worker.after_handler_before_complete");
-  absl::Status s = store_->TransactWriteItems(req);
+  absl::Status s = commit(req);
   auto reasons = s.ok() || DdbErrorName(s) != ddb_error::kTransactionCanceled
                      ? std::vector<CancellationReason>{}
                      : CancellationReasons(s);
@@ -197,7 +204,7 @@ absl::Status Inbox::Complete(const InboxKey& key, int64_t token,
     // Only the letter failed: it is gone or no longer DEAD (an operator acted
     // on it). The work still completes; the row's marker is cleared.
     req.items.pop_back();
-    s = store_->TransactWriteItems(req);
+    s = commit(req);
     reasons = s.ok() || DdbErrorName(s) != ddb_error::kTransactionCanceled
                   ? std::vector<CancellationReason>{}
                   : CancellationReasons(s);

@@ -1,6 +1,7 @@
 #include "sqlite/database.h"
 
 #include <chrono>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "fmt/format.h"
@@ -84,7 +85,8 @@ absl::StatusOr<std::unique_ptr<Conn>> Conn::Open(const std::string& path, bool r
     return absl::UnavailableError(fmt::format("cannot open database {}: {}", path,
                                               db ? sqlite3_errmsg(db) : "out of memory"));
   }
-  sqlite3_busy_timeout(db, busy_timeout_ms);
+  c->busy_timeout_ms_ = busy_timeout_ms;
+  sqlite3_busy_handler(db, &Conn::BusyHandler, c.get());
   sqlite3_extended_result_codes(db, 1);
   if (!readonly) {
     if (auto s = c->Exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
@@ -96,6 +98,17 @@ absl::StatusOr<std::unique_ptr<Conn>> Conn::Open(const std::string& path, bool r
     return s;
   }
   return c;
+}
+
+int Conn::BusyHandler(void* arg, int attempts) {
+  auto* c = static_cast<Conn*>(arg);
+  const auto now = std::chrono::steady_clock::now();
+  if (attempts == 0) c->busy_since_ = now;
+  if (now - c->busy_since_ >= std::chrono::milliseconds(c->busy_timeout_ms_)) return 0;
+  // 20, 40, 80 ... us, then 1 ms steps.
+  const int64_t us = attempts < 6 ? int64_t{20} << attempts : 1000;
+  std::this_thread::sleep_for(std::chrono::microseconds(us));
+  return 1;
 }
 
 absl::StatusOr<Stmt> Conn::Prepare(std::string_view sql) {
@@ -155,6 +168,14 @@ absl::StatusOr<std::shared_ptr<Database>> Database::Open(const DatabaseOptions& 
   }
   db->writer_thread_ = std::thread([p = db.get()] { p->WriterLoop(); });
   return db;
+}
+
+void Database::NoteCommit() {
+  // Under the waiters' mutex: a waiter between its check and its wait cannot
+  // miss this commit.
+  util::MutexLock l(commit_mu_);
+  commits_.fetch_add(1);
+  commit_cv_.NotifyAll();
 }
 
 Database::~Database() {
@@ -249,13 +270,7 @@ void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
     return;
   }
   for (auto& h : hooks) h();
-  {
-    // Under the waiters' mutex: a waiter between its check and its wait
-    // cannot miss this commit.
-    util::MutexLock l(commit_mu_);
-    commits_.fetch_add(1);
-    commit_cv_.NotifyAll();
-  }
+  NoteCommit();
 }
 
 absl::Status Database::Read(ReadFn fn) {
@@ -312,12 +327,8 @@ uint64_t Database::WaitForCommit(uint64_t seen, absl::Duration timeout) {
   // A change since the last poll (another process committed between the
   // caller's read and this wait) counts at once: ignoring it would sleep
   // until the next commit or the timeout.
-  const bool changed_before = PollExternalChanges();
+  if (PollExternalChanges()) NoteCommit();
   util::MutexLock l(commit_mu_);
-  if (changed_before) {
-    commits_.fetch_add(1);
-    commit_cv_.NotifyAll();
-  }
   while (commits_.load() <= seen) {
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) break;
@@ -329,12 +340,9 @@ uint64_t Database::WaitForCommit(uint64_t seen, absl::Duration timeout) {
     if (commits_.load() > seen) break;
     l.Unlock();
     bool external = PollExternalChanges();
+    if (external) NoteCommit();  // the other waiters learn of it now, not at their next poll
     l.Lock();
-    if (external) {
-      commits_.fetch_add(1);
-      commit_cv_.NotifyAll();  // the other waiters learn of it now, not at their next poll
-      break;
-    }
+    if (external) break;
   }
   return commits_.load();
 }

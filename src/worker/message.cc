@@ -8,7 +8,10 @@
 #include "nlohmann/json.hpp"
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
+#include "queue/sqlite/sqlite_queue.h"
 #include "spdlog/spdlog.h"
+#include "sqlite/database.h"
+#include "store/sqlite/sqlite_store.h"
 #include "util/crash_point.h"
 #include "worker/handler_run.h"
 #include "worker/worker_impl.h"
@@ -141,13 +144,20 @@ DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(Held& h) {
   bool all_final = true;
   bool retried = false;
   bool receipt_lost = false;
-  for (const Subscription* sub : subs) {
-    if (!RunSubscription(h, *env, *item, *sub, &retried, &receipt_lost)) all_final = false;
+  bool deleted = false;
+  for (size_t i = 0; i < subs.size(); ++i) {
+    // The last run of a message whose other runs are final may take the
+    // message's delete into its completion (one SQLite file).
+    const bool last = all_final && i + 1 == subs.size();
+    if (!RunSubscription(h, *env, *item, *subs[i], &retried, &receipt_lost, last, &deleted)) {
+      all_final = false;
+    }
     // Without a receipt the group may already be someone else's: starting any
     // further run could overtake a later message of the group (order) or
     // revive a row no message drives any more (lost work).
     if (receipt_lost) return Fate::kLeft;
   }
+  if (deleted) return Fate::kDeleted;
   if (all_final) return Delete(m);
   if (retried && options.backoff_with_visibility) {
     absl::Status s =
@@ -224,7 +234,7 @@ void DurableWorker::Impl::CheckFirstRunOrder(const Envelope& e, const Subscripti
 
 bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item& item,
                                           const Subscription& sub, bool* retried,
-                                          bool* receipt_lost) {
+                                          bool* receipt_lost, bool delete_message, bool* deleted) {
   const ReceivedMessage& m = *h.m;
   InboxKey key{e.id, sub.name, e.tenant};
   if (!CoverLease(h, sub.options.lease, e, sub)) {
@@ -267,8 +277,39 @@ bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item
       .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (!run.status.ok()) return Fail(m, e, item, sub, key, *claim, run.status, retried);
 
-  absl::Status done =
-      inbox->Complete(key, claim->token, std::move(run.writes), claim->dead_letter_open);
+  absl::Status done;
+  if (delete_message && one_file_store != nullptr) {
+    // Completion + message delete in one write job: one commit instead of
+    // two. A receipt that no longer deletes (it expired) leaves the
+    // completion to commit alone; the message comes back and is skipped.
+    absl::Status delete_status = absl::UnknownError("not run");
+    done = inbox->Complete(
+        key, claim->token, std::move(run.writes), claim->dead_letter_open,
+        [&](const TransactWriteRequest& req) {
+          return one_file_store->database()->Write([&](sqlite::Conn& c) -> absl::Status {
+            if (auto s = one_file_store->TransactWriteInConn(c, req); !s.ok()) return s;
+            delete_status = one_file_queue->DeleteInTransaction(c, options.queue, m.receipt_handle);
+            if (delete_status.code() == absl::StatusCode::kInvalidArgument ||
+                delete_status.code() == absl::StatusCode::kFailedPrecondition) {
+              return absl::OkStatus();  // nothing of the delete was written
+            }
+            return delete_status;
+          });
+        });
+    if (done.ok()) {
+      if (delete_status.ok()) {
+        metrics.deleted++;
+        *deleted = true;
+      } else {
+        metrics.errors++;
+        spdlog::warn("worker: delete of message {} (group {}) failed: {}; it will be redelivered",
+                     m.message_id, m.group_id, std::string(delete_status.message()));
+        *receipt_lost = true;  // left; its group is not run further on this receipt
+      }
+    }
+  } else {
+    done = inbox->Complete(key, claim->token, std::move(run.writes), claim->dead_letter_open);
+  }
   if (done.ok()) {
     Tell(e, sub, WorkerOutcome::Kind::kCompleted, claim->attempt);
     metrics.handler_ok++;

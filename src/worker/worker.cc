@@ -6,10 +6,23 @@
 #include <chrono>
 
 #include "fmt/format.h"
+#include "queue/sqlite/sqlite_queue.h"
 #include "spdlog/spdlog.h"
+#include "store/sqlite/sqlite_store.h"
 #include "worker/worker_impl.h"
 
 namespace outbox {
+
+DurableWorker::Impl::Impl(Store* s, Queue* q, Inbox* i, routing::Router* r, Clock* c,
+                          WorkerOptions o)
+    : store(s), queue(q), inbox(i), router(r), clock(c ? c : Clock::Real()), options(std::move(o)) {
+  auto* ss = dynamic_cast<SqliteStore*>(s);
+  auto* sq = dynamic_cast<SqliteQueue*>(q);
+  if (ss != nullptr && sq != nullptr && ss->database() == &sq->database()) {
+    one_file_store = ss;
+    one_file_queue = sq;
+  }
+}
 
 DurableWorker::DurableWorker(Store* store, Queue* queue, Inbox* inbox, routing::Router* router,
                              Clock* clock, WorkerOptions options)

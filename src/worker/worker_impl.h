@@ -18,17 +18,14 @@
 
 namespace outbox {
 
+class SqliteStore;
+class SqliteQueue;
+
 // "<host>:<pid>:<8 random hex>".
 std::string DefaultWorkerOwner();
 
 struct DurableWorker::Impl {
-  Impl(Store* s, Queue* q, Inbox* i, routing::Router* r, Clock* c, WorkerOptions o)
-      : store(s),
-        queue(q),
-        inbox(i),
-        router(r),
-        clock(c ? c : Clock::Real()),
-        options(std::move(o)) {}
+  Impl(Store* s, Queue* q, Inbox* i, routing::Router* r, Clock* c, WorkerOptions o);
 
   // What happened to a message.
   enum class Fate { kDeleted, kLeft };
@@ -49,8 +46,11 @@ struct DurableWorker::Impl {
   // Claim → handler → complete | release | mark dead. True when the
   // subscription is final (COMPLETED or DEAD) for this event; sets *retried
   // when the run was released for a later receive.
+  // `delete_message`: this is the message's last pending subscription; on one
+  // SQLite file the completion deletes the message in the same transaction
+  // and sets *deleted (the message's fate is then decided).
   bool RunSubscription(Held& h, const Envelope& e, const Item& item, const Subscription& sub,
-                       bool* retried, bool* receipt_lost);
+                       bool* retried, bool* receipt_lost, bool delete_message, bool* deleted);
   // True when the receipt covers now + lease, extending it (ChangeVisibility)
   // when it would not; false when it cannot (the receipt ran out: another
   // worker may hold the group now).
@@ -69,6 +69,10 @@ struct DurableWorker::Impl {
 
   Store* const store;
   Queue* const queue;
+  // Set when the store and the queue share one SQLite file (Embedded):
+  // completion and message delete then commit in one transaction.
+  SqliteStore* one_file_store = nullptr;
+  SqliteQueue* one_file_queue = nullptr;
   Inbox* const inbox;
   routing::Router* const router;
   Clock* const clock;

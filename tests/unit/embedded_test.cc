@@ -171,5 +171,48 @@ TEST(Pipeline, MissingPartsAndAnUnknownModeNameTheOption) {
             std::string::npos);
 }
 
+// On one SQLite file the worker's completion deletes the message in the same
+// commit: one message = the receive, the claim, and completion + delete (3
+// commits, not 4), and the message is gone once the effect is in.
+TEST(Embedded, TheCompletionDeletesTheMessageInTheSameCommit) {
+  testing_support::TempDir dir;
+  auto opened = Embedded::Open({.path = dir.file("e.db")});
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Embedded& stack = **opened;
+  int runs = 0;
+  Subscription sub;
+  sub.name = "ship";
+  sub.glob = "order.*";
+  sub.lane = Lane::kDurable;
+  sub.handler = [&](HandlerContext&, const Envelope&) {
+    ++runs;
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(stack.Subscribe(std::move(sub)).ok());
+  auto relay = stack.NewRelay();
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  WorkerOptions wo;
+  wo.wait = absl::ZeroDuration();
+  auto worker = stack.NewWorker(wo);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  RequestContext ctx;
+  ctx.tenant = "acme";
+  auto ev = stack.engine()->Emit(ctx, "order.paid", Value::M({}));
+  ASSERT_TRUE(ev.ok()) << ev.status();
+  ASSERT_TRUE((*relay)->Drain().ok());
+  sqlite::Database* db = static_cast<SqliteStore*>(stack.store())->database();
+  const uint64_t before = db->commit_counter();
+  ASSERT_TRUE((*worker)->RunOnce().ok());
+  EXPECT_EQ(db->commit_counter() - before, 3u) << "receive, claim, completion + delete";
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ((*worker)->metrics().deleted.load(), 1);
+  auto attrs = stack.queue()->GetAttributes("outbox-events.fifo");
+  ASSERT_TRUE(attrs.ok()) << attrs.status();
+  EXPECT_EQ(attrs->visible + attrs->in_flight, 0) << "the message is gone";
+  auto row = stack.inbox()->Get({ev->id, "ship", "acme"});
+  ASSERT_TRUE(row.ok() && *row) << row.status();
+  EXPECT_EQ((*row)->status, InboxStatus::kCompleted);
+}
+
 }  // namespace
 }  // namespace outbox

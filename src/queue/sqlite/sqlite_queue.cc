@@ -218,12 +218,16 @@ absl::StatusOr<std::vector<ReceivedMessage>> SqliteQueue::Receive(std::string_vi
   }
 }
 
+absl::Status SqliteQueue::DeleteInTransaction(sqlite::Conn& c, std::string_view queue,
+                                              std::string_view receipt_handle) {
+  auto q = LoadQueue(c, queue);
+  if (!q.ok()) return q.status();
+  return DeleteTx(c, *q, receipt_handle, clock_->NowMillis());
+}
+
 absl::Status SqliteQueue::Delete(std::string_view queue, std::string_view receipt_handle) {
-  int64_t now = clock_->NowMillis();
   return db_->Write([&](sqlite::Conn& c) -> absl::Status {
-    auto q = LoadQueue(c, queue);
-    if (!q.ok()) return q.status();
-    return DeleteTx(c, *q, receipt_handle, now);
+    return DeleteInTransaction(c, queue, receipt_handle);
   });
 }
 

@@ -59,6 +59,13 @@ class SqliteQueue final : public Queue {
   absl::StatusOr<SendResult> SendInTransaction(sqlite::Conn& conn, std::string_view queue,
                                                const SendMessageRequest& m);
 
+  // Deletes inside the caller's write transaction (as SendInTransaction; the
+  // same Database). A receipt that is invalid or no longer current changes
+  // nothing and is returned as Delete returns it, so the caller can commit
+  // its other changes anyway.
+  absl::Status DeleteInTransaction(sqlite::Conn& conn, std::string_view queue,
+                                   std::string_view receipt_handle);
+
   sqlite::Database& database() { return *db_; }
 
  private:
