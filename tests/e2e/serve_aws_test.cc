@@ -10,12 +10,9 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include <atomic>
 #include <fstream>
-#include <mutex>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -75,12 +72,6 @@ class ServeAws : public ::testing::TestWithParam<std::string> {
            "\"\nglob = \"com.order_placed\"\nlane = \"DURABLE\"\nmax_attempts = 10\nwebhook = \"" +
            url + "\"\nsecret = \"" + kSecret + "\"\nwebhook_timeout_seconds = 2\n";
   }
-  static httplib::Client Client(int port) {
-    httplib::Client c("127.0.0.1", port);
-    c.set_bearer_token_auth(kToken);
-    c.set_read_timeout(10, 0);
-    return c;
-  }
   std::string Log() {
     std::ifstream in(dir_.file("serve.log"));
     std::stringstream ss;
@@ -102,42 +93,17 @@ TEST_P(ServeAws, KillNineMidRunOnDynamoDbAndSqsLosesNothing) {
   Receiver rx(kSecret);
   const std::string cfg =
       WriteConfig(GetParam(), Hook("ship", rx.Url("ship")) + Hook("mail", rx.Url("mail")));
-  auto server = std::make_unique<ServeProcess>(cfg, dir_.file("serve.log"));
+  auto start = [&] { return std::make_unique<ServeProcess>(cfg, dir_.file("serve.log")); };
+  auto server = start();
   ASSERT_GT(server->port(), 0) << Log();
   EXPECT_THAT(Log(), HasSubstr("store dynamodb, queue sqs, relay " + GetParam() + " (" +
                                (GetParam() == "poll" ? "poll" : "stream") + ")"));
-  std::atomic<int> port{server->port()};
   const int kEvents = 200;
-  std::mutex mu;
-  std::set<std::string> emitted;
-  std::atomic<int> done{0};
-  std::thread emitter([&] {
-    for (int i = 0; i < kEvents; ++i) {
-      json body = {{"tenant", "h" + std::to_string(i % 5)},
-                   {"type", "com.order_placed"},
-                   {"payload", {{"n", i}}},
-                   {"idempotency_token", "emit-" + std::to_string(i)}};
-      for (int attempt = 0; attempt < 1000; ++attempt) {
-        auto c = Client(port.load());
-        auto r = c.Post("/v1/events", body.dump(), "application/json");
-        if (r && r->status == 201) {
-          std::lock_guard<std::mutex> l(mu);
-          emitted.insert(json::parse(r->body)["id"].get<std::string>());
-          break;
-        }
-        // Refused while the server is down: the same idempotency token again.
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      ++done;
-    }
-  });
-  ASSERT_TRUE(WaitFor([&] { return done.load() >= 60 && rx.Raw("ship") > 10; }, 60)) << Log();
-  EXPECT_EQ(server->Kill(SIGKILL), 128 + SIGKILL);
-  server = std::make_unique<ServeProcess>(cfg, dir_.file("serve.log"));
+  auto run = testing_support::EmitThroughAKillNine(&server, start, rx, kToken, "com.order_placed",
+                                                   kEvents, 5, 60, 10, "ship", 60);
+  EXPECT_EQ(run.exit_code, 128 + SIGKILL);
   ASSERT_GT(server->port(), 0) << Log();
-  port = server->port();
-  emitter.join();
-  ASSERT_EQ(done.load(), kEvents);
+  const std::set<std::string>& emitted = run.emitted;
   ASSERT_EQ(emitted.size(), static_cast<size_t>(kEvents))
       << "an idempotent retry emitted a second event";
   // The killed server's messages come back after the visibility timeout, its

@@ -400,42 +400,16 @@ TEST_F(Serve, WebhooksSignedRetriedAndDeadLettered) {
 TEST_F(Serve, KillNineMidRunLosesNothingAndDuplicatesNoEffect) {
   Receiver rx(kSecret);
   std::string cfg = WriteConfig(Hook("ship", rx.Url("ship")) + Hook("mail", rx.Url("mail")));
-  auto server = std::make_unique<ServeProcess>(cfg, dir_.file("serve.log"));
+  auto start = [&] { return std::make_unique<ServeProcess>(cfg, dir_.file("serve.log")); };
+  auto server = start();
   ASSERT_GT(server->port(), 0) << Log();
-  std::atomic<int> port{server->port()};
   const int kEvents = 300;
-  std::mutex mu;
-  std::set<std::string> emitted;
-  std::atomic<int> done{0};
-  std::atomic<int> client_retries{0};
-  std::thread emitter([&] {
-    for (int i = 0; i < kEvents; ++i) {
-      json body = {{"tenant", "h" + std::to_string(i % 7)},
-                   {"type", "com.order_placed"},
-                   {"payload", {{"n", i}}},
-                   {"idempotency_token", "emit-" + std::to_string(i)}};
-      for (int attempt = 0; attempt < 500; ++attempt) {
-        auto c = Client(port.load());
-        int st = 0;
-        json e = Emit(c, body, &st);
-        if (st == 201) {
-          std::lock_guard<std::mutex> l(mu);
-          emitted.insert(e["id"].get<std::string>());
-          break;
-        }
-        ++client_retries;  // connection refused while the server is down: same token again
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      ++done;
-    }
-  });
-  ASSERT_TRUE(WaitFor([&] { return done.load() >= 100 && rx.Raw("ship") > 20; }, 30));
-  EXPECT_EQ(server->Kill(SIGKILL), 128 + SIGKILL);
-  server = std::make_unique<ServeProcess>(cfg, dir_.file("serve.log"));
+  auto run = outbox::testing_support::EmitThroughAKillNine(
+      &server, start, rx, kToken, "com.order_placed", kEvents, 7, 100, 20, "ship", 30);
+  EXPECT_EQ(run.exit_code, 128 + SIGKILL);
   ASSERT_GT(server->port(), 0) << Log();
-  port = server->port();
-  emitter.join();
-  ASSERT_EQ(done.load(), kEvents);
+  const std::set<std::string>& emitted = run.emitted;
+  const int client_retries = run.client_retries;
   ASSERT_EQ(emitted.size(), static_cast<size_t>(kEvents))
       << "an idempotent retry emitted a second event";
   ASSERT_TRUE(
@@ -450,7 +424,7 @@ TEST_F(Serve, KillNineMidRunLosesNothingAndDuplicatesNoEffect) {
       "deliveries; "
       "client retries while down: %d\n",
       kEvents, rx.Unique("ship"), rx.Raw("ship"), rx.Unique("mail"), rx.Raw("mail"),
-      client_retries.load());
+      client_retries);
   EXPECT_EQ(rx.DuplicateEffects("ship") + rx.DuplicateEffects("mail"),
             rx.Raw("ship") + rx.Raw("mail") - 2 * kEvents);
   // The log is whole: seqs 1..n per tenant with an intact chain.

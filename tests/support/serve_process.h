@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -176,6 +178,61 @@ bool WaitFor(F pred, double secs) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return pred();
+}
+
+// Emits `events` events of `type` over `tenants` tenants ("h<i % tenants>")
+// through POST /v1/events with bearer `token`, each with its own idempotency
+// token and retried while the server is down; once `kill_after` are emitted
+// and `rx` has seen more than `min_raw` deliveries of `sub`, SIGKILLs
+// `*server` and replaces it with `start()`. Returns the emitted event ids
+// (one per event when idempotent retries work) and the client retries.
+struct KillNineRun {
+  std::set<std::string> emitted;
+  int client_retries = 0;
+  int exit_code = 0;  // of the killed server: 128 + SIGKILL
+};
+inline KillNineRun EmitThroughAKillNine(std::unique_ptr<ServeProcess>* server,
+                                        const std::function<std::unique_ptr<ServeProcess>()>& start,
+                                        Receiver& rx, const std::string& token, const char* type,
+                                        int events, int tenants, int kill_after, int min_raw,
+                                        const std::string& sub, double wait_seconds) {
+  KillNineRun out;
+  std::atomic<int> port{(*server)->port()};
+  std::mutex mu;
+  std::atomic<int> done{0};
+  std::atomic<int> retries{0};
+  std::thread emitter([&] {
+    for (int i = 0; i < events; ++i) {
+      json body = {{"tenant", "h" + std::to_string(i % tenants)},
+                   {"type", type},
+                   {"payload", {{"n", i}}},
+                   {"idempotency_token", "emit-" + std::to_string(i)}};
+      for (int attempt = 0; attempt < 1000; ++attempt) {
+        httplib::Client c("127.0.0.1", port.load());
+        c.set_bearer_token_auth(token);
+        c.set_read_timeout(10, 0);
+        auto r = c.Post("/v1/events", body.dump(), "application/json");
+        if (r && r->status == 201) {
+          std::lock_guard<std::mutex> l(mu);
+          out.emitted.insert(json::parse(r->body)["id"].get<std::string>());
+          break;
+        }
+        ++retries;  // refused while the server is down: the same token again
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      ++done;
+    }
+  });
+  const bool reached =
+      WaitFor([&] { return done.load() >= kill_after && rx.Raw(sub) > min_raw; }, wait_seconds);
+  EXPECT_TRUE(reached) << "the run did not reach the kill point";
+  out.exit_code = (*server)->Kill(SIGKILL);
+  *server = start();
+  port = (*server)->port();
+  emitter.join();
+  EXPECT_EQ(done.load(), events);
+  out.client_retries = retries.load();
+  return out;
 }
 
 }  // namespace outbox::testing_support

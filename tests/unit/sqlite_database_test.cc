@@ -26,36 +26,39 @@ absl::Status Insert(Database& db) {
   return db.Write([](Conn& c) { return c.Exec("INSERT INTO t(v) VALUES (1)"); });
 }
 
-TEST(DatabaseWaitForCommit, ACommitBeforeTheWaitBeginsIsNotMissed) {
-  testing_support::TempDir dir;
-  auto a = OpenFile(dir.file("x.db"));
-  auto b = OpenFile(dir.file("x.db"));
-  ASSERT_TRUE(a && b);
-  ASSERT_TRUE(b->Write([](Conn& c) { return c.Exec("CREATE TABLE t(v INTEGER)"); }).ok());
-  // A waits once (this establishes what it has seen of the file) ...
-  const uint64_t seen = a->WaitForCommit(a->commit_counter(), absl::Milliseconds(1));
-  // ... then the other connection commits while A is not waiting ...
-  ASSERT_TRUE(Insert(*b).ok());
+// Two connections to one file (as two processes); `seen` = what A has seen
+// of the file after one wait, which establishes its baseline.
+class DatabaseWaitForCommit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a_ = OpenFile(dir_.file("x.db"));
+    b_ = OpenFile(dir_.file("x.db"));
+    ASSERT_TRUE(a_ && b_);
+    ASSERT_TRUE(b_->Write([](Conn& c) { return c.Exec("CREATE TABLE t(v INTEGER)"); }).ok());
+    seen_ = a_->WaitForCommit(a_->commit_counter(), absl::Milliseconds(1));
+  }
+  testing_support::TempDir dir_;
+  std::shared_ptr<Database> a_, b_;
+  uint64_t seen_ = 0;
+};
+
+TEST_F(DatabaseWaitForCommit, ACommitBeforeTheWaitBeginsIsNotMissed) {
+  // The other connection commits while A is not waiting ...
+  ASSERT_TRUE(Insert(*b_).ok());
   // ... and A's next wait must return at once with a higher counter. With a
   // missed wake-up it would sleep the whole 30 s and return `seen`.
-  EXPECT_GT(a->WaitForCommit(seen, absl::Seconds(30)), seen);
+  EXPECT_GT(a_->WaitForCommit(seen_, absl::Seconds(30)), seen_);
 }
 
-TEST(DatabaseWaitForCommit, EveryWaiterLearnsOfAnOutsideCommit) {
-  testing_support::TempDir dir;
-  auto a = OpenFile(dir.file("x.db"));
-  auto b = OpenFile(dir.file("x.db"));
-  ASSERT_TRUE(a && b);
-  ASSERT_TRUE(b->Write([](Conn& c) { return c.Exec("CREATE TABLE t(v INTEGER)"); }).ok());
-  const uint64_t seen = a->WaitForCommit(a->commit_counter(), absl::Milliseconds(1));
+TEST_F(DatabaseWaitForCommit, EveryWaiterLearnsOfAnOutsideCommit) {
   std::atomic<int> woke{0};
   std::vector<std::thread> waiters;
   for (int i = 0; i < 4; ++i) {
     waiters.emplace_back([&] {
-      if (a->WaitForCommit(seen, absl::Seconds(30)) > seen) ++woke;
+      if (a_->WaitForCommit(seen_, absl::Seconds(30)) > seen_) ++woke;
     });
   }
-  ASSERT_TRUE(Insert(*b).ok());
+  ASSERT_TRUE(Insert(*b_).ok());
   for (auto& t : waiters) t.join();
   EXPECT_EQ(woke.load(), 4);
 }
