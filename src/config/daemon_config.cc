@@ -304,7 +304,10 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
                     key) { return p.Secs(v, key, 0.1, 300, &c->keep_alive_timeout); }},
            {"max_list_limit",
             [&](const toml::node& v,
-                const std::string& key) { return p.Int(v, key, 1, 100000, &c->max_list_limit); }}});
+                const std::string& key) { return p.Int(v, key, 1, 100000, &c->max_list_limit); }},
+           {"max_batch_events",
+            [&](const toml::node& v,
+                const std::string& key) { return p.Int(v, key, 1, 1000, &c->max_batch_events); }}});
       !s.ok()) {
     return s;
   }

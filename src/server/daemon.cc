@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "ddbapi/ddbapi.h"
@@ -79,6 +80,7 @@ struct Daemon::Impl {
 
   // Handlers.
   void PostEvents(const httplib::Request& req, httplib::Response& res);
+  void PostEventsBatch(const httplib::Request& req, httplib::Response& res);
   void GetEvents(const httplib::Request& req, httplib::Response& res);
   void Readyz(const httplib::Request& req, httplib::Response& res);
 };
@@ -274,6 +276,102 @@ void Daemon::Impl::Readyz(const httplib::Request&, httplib::Response& res) {
   JsonReply(res, 200, {{"status", "ready"}});
 }
 
+namespace {
+
+// One emit as the API takes it (POST /v1/events, one entry of :batch).
+struct EmitCall {
+  RequestContext ctx;
+  std::string type;
+  Value payload = Value::M({});
+  std::vector<TransactWriteItem> writes;
+  EmitOptions opts;
+};
+struct CallError {
+  int status = 400;
+  std::string code = "invalid_argument";
+  std::string message;
+  std::string field;
+};
+
+// The event object `j` (fields: tenant, type, payload, correlation_id, actor,
+// idempotency_token, writes); `header_token` is the Idempotency-Key header.
+std::variant<EmitCall, CallError> ParseEmit(const json& j, const std::string& header_token) {
+  auto bad = [](std::string message, std::string field) {
+    return CallError{400, "invalid_argument", std::move(message), std::move(field)};
+  };
+  if (!j.is_object()) return bad("body: must be a JSON object", "body");
+  static const std::vector<std::string> kFields = {
+      "tenant", "type", "payload", "correlation_id", "actor", "idempotency_token", "writes"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (std::find(kFields.begin(), kFields.end(), it.key()) == kFields.end()) {
+      return bad(
+          fmt::format("{}: unknown field; expected tenant, type, payload, correlation_id, actor, "
+                      "idempotency_token, writes",
+                      it.key()),
+          it.key());
+    }
+  }
+  EmitCall call;
+  std::string token;
+  std::optional<CallError> err;
+  auto str = [&](const char* f, bool required, std::string* out) {
+    auto it = j.find(f);
+    if (it == j.end() || it->is_null()) {
+      if (required) err = bad(fmt::format("{}: required (a string)", f), f);
+      return;
+    }
+    if (!it->is_string()) {
+      err = bad(fmt::format("{}: must be a string", f), f);
+      return;
+    }
+    *out = it->get<std::string>();
+  };
+  str("tenant", true, &call.ctx.tenant);
+  if (!err) str("type", true, &call.type);
+  if (!err) str("correlation_id", false, &call.ctx.correlation_id);
+  if (!err) str("actor", false, &call.ctx.actor);
+  if (!err) str("idempotency_token", false, &token);
+  if (err) return *err;
+  if (token.empty()) token = header_token;
+  if (!token.empty()) call.opts.idempotency_token = token;
+  if (auto it = j.find("payload"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return bad("payload: must be a JSON object", "payload");
+    auto v = ddbjson::FromPlainJson(*it);
+    if (!v.ok()) return bad(fmt::format("payload: {}", ToStd(v.status().message())), "payload");
+    call.payload = *std::move(v);
+  }
+  if (auto it = j.find("writes"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) {
+      return bad(
+          "writes: must be an array of TransactWriteItems entries ({\"Put\":{...}}, "
+          "{\"Update\":{...}}, {\"Delete\":{...}}, {\"ConditionCheck\":{...}}) in DynamoDB "
+          "JSON",
+          "writes");
+    }
+    if (!it->empty()) {
+      auto parsed = ddbapi::ParseTransactWriteItems(json{{"TransactItems", *it}});
+      if (!parsed.ok()) {
+        return bad(fmt::format("writes: {}", ToStd(parsed.status().message())), "writes");
+      }
+      call.writes = std::move(parsed->items);
+    }
+  }
+  return call;
+}
+
+CallError ErrorOf(const absl::Status& s) {
+  HttpError e = MapStatus(s);
+  return CallError{e.status, e.code, std::string(ToStd(s.message())), e.field};
+}
+
+std::string ErrorJson(const CallError& e) {
+  json j = {{"code", e.code}, {"message", e.message}};
+  if (!e.field.empty()) j["field"] = e.field;
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
 void Daemon::Impl::PostEvents(const httplib::Request& req, httplib::Response& res) {
   json j;
   try {
@@ -283,91 +381,88 @@ void Daemon::Impl::PostEvents(const httplib::Request& req, httplib::Response& re
                "body");
     return;
   }
-  if (!j.is_object()) {
-    ErrorReply(res, 400, "invalid_argument", "body: must be a JSON object", "body");
+  auto parsed = ParseEmit(j, req.get_header_value("Idempotency-Key"));
+  if (auto* e = std::get_if<CallError>(&parsed)) {
+    ErrorReply(res, e->status, e->code, e->message, e->field);
     return;
   }
-  static const std::vector<std::string> kFields = {
-      "tenant", "type", "payload", "correlation_id", "actor", "idempotency_token", "writes"};
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (std::find(kFields.begin(), kFields.end(), it.key()) == kFields.end()) {
-      ErrorReply(
-          res, 400, "invalid_argument",
-          fmt::format("{}: unknown field; expected tenant, type, payload, correlation_id, actor, "
-                      "idempotency_token, writes",
-                      it.key()),
-          it.key());
-      return;
-    }
-  }
-  auto str = [&](const char* f, bool required, std::string* out) -> bool {
-    auto it = j.find(f);
-    if (it == j.end() || it->is_null()) {
-      if (required)
-        ErrorReply(res, 400, "invalid_argument", fmt::format("{}: required (a string)", f), f);
-      return !required;
-    }
-    if (!it->is_string()) {
-      ErrorReply(res, 400, "invalid_argument", fmt::format("{}: must be a string", f), f);
-      return false;
-    }
-    *out = it->get<std::string>();
-    return true;
-  };
-  RequestContext ctx;
-  std::string type;
-  EmitOptions opts;
-  std::string token;
-  if (!str("tenant", true, &ctx.tenant) || !str("type", true, &type) ||
-      !str("correlation_id", false, &ctx.correlation_id) || !str("actor", false, &ctx.actor) ||
-      !str("idempotency_token", false, &token)) {
-    return;
-  }
-  if (token.empty() && req.has_header("Idempotency-Key"))
-    token = req.get_header_value("Idempotency-Key");
-  if (!token.empty()) opts.idempotency_token = token;
-  Value payload = Value::M({});
-  if (auto it = j.find("payload"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      ErrorReply(res, 400, "invalid_argument", "payload: must be a JSON object", "payload");
-      return;
-    }
-    auto v = ddbjson::FromPlainJson(*it);
-    if (!v.ok()) {
-      ErrorReply(res, 400, "invalid_argument",
-                 fmt::format("payload: {}", ToStd(v.status().message())), "payload");
-      return;
-    }
-    payload = *std::move(v);
-  }
-  std::vector<TransactWriteItem> writes;
-  if (auto it = j.find("writes"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) {
-      ErrorReply(res, 400, "invalid_argument",
-                 "writes: must be an array of TransactWriteItems entries ({\"Put\":{...}}, "
-                 "{\"Update\":{...}}, "
-                 "{\"Delete\":{...}}, {\"ConditionCheck\":{...}}) in DynamoDB JSON",
-                 "writes");
-      return;
-    }
-    if (!it->empty()) {
-      auto parsed = ddbapi::ParseTransactWriteItems(json{{"TransactItems", *it}});
-      if (!parsed.ok()) {
-        std::string msg(ToStd(parsed.status().message()));
-        ErrorReply(res, 400, "invalid_argument", fmt::format("writes: {}", msg), "writes");
-        return;
-      }
-      writes = std::move(parsed->items);
-    }
-  }
-  auto env =
-      engine->Emit(ctx, std::move(type), std::move(payload), std::move(writes), std::move(opts));
+  EmitCall& call = std::get<EmitCall>(parsed);
+  auto env = engine->Emit(call.ctx, std::move(call.type), std::move(call.payload),
+                          std::move(call.writes), std::move(call.opts));
   if (!env.ok()) {
     StatusReply(res, env.status());
     return;
   }
   res.status = 201;
   res.set_content(EnvelopeToJsonText(*env), "application/json");
+}
+
+// {"events":[<event>, ...]}: each event is emitted atomically with its own
+// writes, independently of the others (several at once, so they share group
+// commits); the answer lists per event {"status":201,"event":…} or
+// {"status":4xx/5xx,"error":…}, in request order.
+void Daemon::Impl::PostEventsBatch(const httplib::Request& req, httplib::Response& res) {
+  json j;
+  try {
+    j = json::parse(req.body);
+  } catch (const json::exception& e) {
+    ErrorReply(res, 400, "invalid_argument", fmt::format("body: not valid JSON: {}", e.what()),
+               "body");
+    return;
+  }
+  const json* events = j.is_object() && j.contains("events") ? &j["events"] : nullptr;
+  if (events == nullptr || !events->is_array() || j.size() != 1) {
+    ErrorReply(res, 400, "invalid_argument",
+               "body: must be {\"events\": [ ... ]} (the events of POST /v1/events)", "events");
+    return;
+  }
+  if (events->empty() || static_cast<int64_t>(events->size()) > cfg.max_batch_events) {
+    ErrorReply(res, events->empty() ? 400 : 413, "invalid_argument",
+               fmt::format("events: 1 to {} events per batch (ops.max_batch_events), got {}",
+                           cfg.max_batch_events, events->size()),
+               "events");
+    return;
+  }
+  const size_t n = events->size();
+  std::vector<std::string> results(n);
+  std::vector<std::optional<EmitCall>> calls(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto parsed = ParseEmit((*events)[i], "");
+    if (auto* e = std::get_if<CallError>(&parsed)) {
+      CallError named = *e;
+      named.message = fmt::format("events[{}].{}", i, e->message);
+      if (!named.field.empty()) named.field = fmt::format("events[{}].{}", i, e->field);
+      results[i] = fmt::format("{{\"status\":{},\"error\":{}}}", named.status, ErrorJson(named));
+    } else {
+      calls[i] = std::move(std::get<EmitCall>(parsed));
+    }
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      if (!calls[i]) continue;
+      EmitCall& c = *calls[i];
+      auto env = engine->Emit(c.ctx, std::move(c.type), std::move(c.payload), std::move(c.writes),
+                              std::move(c.opts));
+      results[i] =
+          env.ok() ? fmt::format("{{\"status\":201,\"event\":{}}}", EnvelopeToJsonText(*env))
+                   : fmt::format("{{\"status\":{},\"error\":{}}}", MapStatus(env.status()).status,
+                                 ErrorJson(ErrorOf(env.status())));
+    }
+  };
+  const size_t threads = std::min<size_t>(n, 16);
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  std::string body = "{\"results\":[";
+  for (size_t i = 0; i < n; ++i) {
+    if (i) body += ",";
+    body += results[i];
+  }
+  body += "]}";
+  res.status = 200;
+  res.set_content(body, "application/json");
 }
 
 void Daemon::Impl::GetEvents(const httplib::Request& req, httplib::Response& res) {
@@ -453,6 +548,9 @@ void Daemon::Impl::Routes() {
            [this](const httplib::Request& req, httplib::Response& res) { Readyz(req, res); });
   http.Post("/v1/events",
             [this](const httplib::Request& req, httplib::Response& res) { PostEvents(req, res); });
+  http.Post("/v1/events:batch", [this](const httplib::Request& req, httplib::Response& res) {
+    PostEventsBatch(req, res);
+  });
   http.Get(R"(/v1/tenants/([^/]+)/events)",
            [this](const httplib::Request& req, httplib::Response& res) { GetEvents(req, res); });
   AddOpsRoutes(http, ops.get(), &registry);
