@@ -370,17 +370,27 @@ std::string ErrorJson(const CallError& e) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// The request body as JSON; false (400 replied) when it is not JSON.
+bool ParseJsonBody(const httplib::Request& req, httplib::Response& res, json* out) {
+  try {
+    *out = json::parse(req.body);
+    return true;
+  } catch (const json::exception& e) {
+    ErrorReply(res, 400, "invalid_argument", fmt::format("body: not valid JSON: {}", e.what()),
+               "body");
+    return false;
+  }
+}
+
+std::string ResultJson(const CallError& e) {
+  return fmt::format("{{\"status\":{},\"error\":{}}}", e.status, ErrorJson(e));
+}
+
 }  // namespace
 
 void Daemon::Impl::PostEvents(const httplib::Request& req, httplib::Response& res) {
   json j;
-  try {
-    j = json::parse(req.body);
-  } catch (const json::exception& e) {
-    ErrorReply(res, 400, "invalid_argument", fmt::format("body: not valid JSON: {}", e.what()),
-               "body");
-    return;
-  }
+  if (!ParseJsonBody(req, res, &j)) return;
   auto parsed = ParseEmit(j, req.get_header_value("Idempotency-Key"));
   if (auto* e = std::get_if<CallError>(&parsed)) {
     ErrorReply(res, e->status, e->code, e->message, e->field);
@@ -403,13 +413,7 @@ void Daemon::Impl::PostEvents(const httplib::Request& req, httplib::Response& re
 // {"status":4xx/5xx,"error":…}, in request order.
 void Daemon::Impl::PostEventsBatch(const httplib::Request& req, httplib::Response& res) {
   json j;
-  try {
-    j = json::parse(req.body);
-  } catch (const json::exception& e) {
-    ErrorReply(res, 400, "invalid_argument", fmt::format("body: not valid JSON: {}", e.what()),
-               "body");
-    return;
-  }
+  if (!ParseJsonBody(req, res, &j)) return;
   const json* events = j.is_object() && j.contains("events") ? &j["events"] : nullptr;
   if (events == nullptr || !events->is_array() || j.size() != 1) {
     ErrorReply(res, 400, "invalid_argument",
@@ -432,7 +436,7 @@ void Daemon::Impl::PostEventsBatch(const httplib::Request& req, httplib::Respons
       CallError named = *e;
       named.message = fmt::format("events[{}].{}", i, e->message);
       if (!named.field.empty()) named.field = fmt::format("events[{}].{}", i, e->field);
-      results[i] = fmt::format("{{\"status\":{},\"error\":{}}}", named.status, ErrorJson(named));
+      results[i] = ResultJson(named);
     } else {
       calls[i] = std::move(std::get<EmitCall>(parsed));
     }
@@ -444,10 +448,9 @@ void Daemon::Impl::PostEventsBatch(const httplib::Request& req, httplib::Respons
       EmitCall& c = *calls[i];
       auto env = engine->Emit(c.ctx, std::move(c.type), std::move(c.payload), std::move(c.writes),
                               std::move(c.opts));
-      results[i] =
-          env.ok() ? fmt::format("{{\"status\":201,\"event\":{}}}", EnvelopeToJsonText(*env))
-                   : fmt::format("{{\"status\":{},\"error\":{}}}", MapStatus(env.status()).status,
-                                 ErrorJson(ErrorOf(env.status())));
+      results[i] = env.ok()
+                       ? fmt::format("{{\"status\":201,\"event\":{}}}", EnvelopeToJsonText(*env))
+                       : ResultJson(ErrorOf(env.status()));
     }
   };
   const size_t threads = std::min<size_t>(n, 16);
