@@ -148,8 +148,12 @@ struct DeadLetterFilter {
   std::vector<std::string> tenants;        // empty: every tenant
   std::vector<std::string> subscriptions;  // empty: any
   std::vector<std::string> event_ids;      // empty: any
-  std::optional<absl::Time> since;         // dead_at >= since
-  std::optional<absl::Time> until;         // dead_at < until
+  // Dead-letter ids "<tenant>/<event_id>:<subscription>" (DeadLetterRecord::id);
+  // empty: any. Selects individual letters (the console's selection) where
+  // tenants x subscriptions x event_ids would select a cross product.
+  std::vector<std::string> ids;
+  std::optional<absl::Time> since;  // dead_at >= since
+  std::optional<absl::Time> until;  // dead_at < until
   enum class State { kDead, kRedriven, kAny };
   State state = State::kDead;
   int64_t limit = 0;              // 0: no limit (list only)
@@ -196,6 +200,42 @@ struct InboxEntry {
       nlohmann::json::array();  // one object per reset: at, reason, status, attempts, last_error
   bool dead_letter = false;     // a dead-letter row exists
   std::string dead_letter_state;
+  nlohmann::json ToJson() const;
+};
+
+// ---- the event log (the console's Events page) ---------------------------------
+
+struct EventQuery {
+  std::string tenant;  // required
+  bool newest_first = false;
+  // Start seq: oldest first, seq >= from_seq (default 1); newest first,
+  // seq <= from_seq (0: the head).
+  int64_t from_seq = 0;
+  int64_t limit = 50;          // 1..1000 events per page
+  std::string event_id;        // only the event with this id
+  std::string correlation_id;  // only events with this correlation id
+  // Searches (event_id / correlation_id) read at most this many events.
+  int64_t scan_limit = 100000;
+  absl::Status Validate() const;  // InvalidArgument naming the field and limit
+};
+
+struct EventPage {
+  std::vector<Envelope> events;
+  std::optional<int64_t> next_from;  // the from_seq of the next page; none at the end
+  int64_t scanned = 0;               // events read (searches)
+  bool scan_truncated = false;       // a search stopped at scan_limit
+  nlohmann::json ToJson() const;
+};
+
+struct EventSubscriptionState {
+  std::string subscription;
+  std::string lane;  // DURABLE | BEST_EFFORT | LOCAL | INLINE
+  InboxEntry inbox;  // DURABLE only (found=false: not run yet)
+};
+
+struct EventDetail {
+  Envelope event;
+  std::vector<EventSubscriptionState> subscriptions;  // every matching subscription
   nlohmann::json ToJson() const;
 };
 
@@ -274,6 +314,12 @@ class Ops {
   absl::StatusOr<DeadLetterRecord> GetDeadLetter(const std::string& id);
 
   absl::StatusOr<std::vector<PoisonPill>> ListPoison(int64_t limit = 100);
+
+  // A page of a tenant's log, or a search by event id / correlation id.
+  absl::StatusOr<EventPage> ListEvents(const EventQuery& q);
+  // One event with, for each matching subscription, its inbox row (NotFound
+  // naming tenant and id when absent; without a router, no subscriptions).
+  absl::StatusOr<EventDetail> GetEvent(const std::string& tenant, const std::string& event_id);
 
   // key = "<event_id>:<subscription>" (the idempotency key). found=false when absent.
   absl::StatusOr<InboxEntry> InboxShow(const std::string& key);

@@ -68,7 +68,7 @@ bool Matches(const DeadLetterFilter& f, const DeadLetterRecord& d) {
     return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
   };
   if (!in(f.tenants, d.tenant) || !in(f.subscriptions, d.subscription) ||
-      !in(f.event_ids, d.event_id))
+      !in(f.event_ids, d.event_id) || !in(f.ids, d.id))
     return false;
   if (f.since && d.dead_at < *f.since) return false;
   if (f.until && d.dead_at >= *f.until) return false;
@@ -95,6 +95,13 @@ absl::Status DeadLetterFilter::Validate() const {
     if (e.empty() || e.size() > 128)
       return absl::InvalidArgumentError("event id: 1..128 characters");
   }
+  for (const auto& id : ids) {
+    const size_t slash = id.find('/'), colon = id.find(':', slash == std::string::npos ? 0 : slash);
+    if (slash == std::string::npos || slash == 0 || colon == std::string::npos ||
+        colon == slash + 1 || colon + 1 == id.size())
+      return absl::InvalidArgumentError(fmt::format(
+          "id: expected <tenant>/<event_id>:<subscription>, got \"{}\"", id.substr(0, 300)));
+  }
   if (since && until && *until <= *since)
     return absl::InvalidArgumentError("until: must be after since");
   if (limit < 0)
@@ -103,7 +110,8 @@ absl::Status DeadLetterFilter::Validate() const {
 }
 
 bool DeadLetterFilter::empty() const {
-  return tenants.empty() && subscriptions.empty() && event_ids.empty() && !since && !until;
+  return tenants.empty() && subscriptions.empty() && event_ids.empty() && ids.empty() && !since &&
+         !until;
 }
 
 // ---- JSON ------------------------------------------------------------------------------

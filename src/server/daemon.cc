@@ -24,9 +24,11 @@
 #include "outbox/inbox.h"
 #include "outbox/pipeline.h"
 #include "outbox/relay.h"
+#include "outbox/version.h"
 #include "outbox/worker.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "relay/relay_mode.h"
+#include "server/console.h"
 #include "server/http_util.h"
 #include "server/ops_routes.h"
 #include "server/webhook.h"
@@ -64,6 +66,11 @@ struct Daemon::Impl {
   bool has_best_effort = false;
   std::unique_ptr<ops::Ops> ops;  // /ops/* and the store/queue gauges of /metrics
   metrics::Registry registry;     // /metrics
+  // The console (server/console.h): chain verification jobs, the metrics
+  // history its charts draw, what its Subscriptions page shows.
+  std::unique_ptr<VerifyJobs> verify;
+  std::unique_ptr<MetricsHistory> history;
+  ConsoleContext console;
 
   httplib::Server http;
   std::thread listen_thread;
@@ -253,6 +260,22 @@ absl::Status Daemon::Impl::BindSubscriptions() {
         return LogHandler(name, ctx, e);
       };
     }
+    SubscriptionView view;
+    view.name = sub.name;
+    view.lane = std::string(LaneName(sub.lane));
+    view.glob = sub.glob;
+    view.pattern = sub.pattern;
+    view.max_attempts = sub.options.max_attempts;
+    view.handler = d.webhook_url.empty() ? "log" : "webhook";
+    if (!d.webhook_url.empty()) {
+      view.webhook_url = UrlWithoutUserInfo(d.webhook_url);
+      const WebhookSubscriber* w = webhooks.back().get();
+      view.breaker = [w] {
+        return std::pair<std::string, int64_t>(
+            std::string(CircuitBreaker::StateName(w->breaker_state())), w->breaker_opens());
+      };
+    }
+    console.subscriptions.push_back(std::move(view));
     const std::string where =
         fmt::format("{}:{}: subscriptions[{}] ({})", cfg.source, d.line, i, sub.name);
     if (sub.lane == Lane::kBestEffort) has_best_effort = true;
@@ -557,6 +580,14 @@ void Daemon::Impl::Routes() {
   http.Get(R"(/v1/tenants/([^/]+)/events)",
            [this](const httplib::Request& req, httplib::Response& res) { GetEvents(req, res); });
   AddOpsRoutes(http, ops.get(), &registry);
+  verify = std::make_unique<VerifyJobs>(engine, clock);
+  history = std::make_unique<MetricsHistory>(&registry, clock, absl::Seconds(5), 180);
+  console.engine = engine;
+  console.registry = &registry;
+  console.verify = verify.get();
+  console.history = history.get();
+  console.version = OUTBOX_VERSION_STRING;
+  AddConsoleRoutes(http, &console);
 }
 
 // ---- lifecycle -------------------------------------------------------------------
@@ -602,6 +633,7 @@ absl::Status Daemon::Start() {
   }
   d.listen_thread = std::thread([&d] { d.http.listen_after_bind(); });
   while (!d.http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  d.history->Start();
   d.ready.store(true);
   spdlog::info(
       "serve: listening on http://{}:{} (store {}, queue {}{}, relay {} ({}), {} subscription(s), "
@@ -633,6 +665,7 @@ void Daemon::Stop() {
   // 3. Worker: finish the batch in flight; the rest stays queued.
   d.worker->Stop();
   if (d.record_consumer) d.record_consumer->Stop();
+  d.history->Stop();
   d.engine->WaitForLocalHandlers();
   spdlog::info("serve: stopped");
 }

@@ -40,6 +40,7 @@ using outbox::testing_support::ServeProcess;
 using outbox::testing_support::TempDir;
 using outbox::testing_support::WaitFor;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr const char* kToken = "e2e-token-123";
 constexpr const char* kSecret = "whsec_e2e";
@@ -258,11 +259,14 @@ TEST_F(Serve, EveryOpenApiRouteAnswers) {
   auto c = Client(p.port());
   for (auto [method, route] : routes) {
     std::string url = std::regex_replace(route, std::regex(R"(\{tenant\})"), "t1");
+    url = std::regex_replace(url, std::regex(R"(\{(id|key|event_id)\})"), "1");
     httplib::Result r =
         method == "get" ? c.Get(url.c_str()) : c.Post(url.c_str(), "{}", "application/json");
     ASSERT_TRUE(r) << method << " " << route;
-    EXPECT_NE(r->status, 404) << method << " " << route
-                              << " is in docs/openapi.yaml but the server has no route";
+    // A 404 may name a missing resource (an unknown id), never a missing route.
+    EXPECT_THAT(r->body, Not(HasSubstr("no route"))) << method << " " << route
+                                                     << " is in docs/openapi.yaml but the server "
+                                                        "has no route";
     EXPECT_NE(r->status, 405) << method << " " << route;
     EXPECT_LT(r->status, 500) << method << " " << route << ": " << r->body;
   }

@@ -39,7 +39,9 @@ inline const char* Bin() {
 // A running `outbox serve`; stdout's first line gives the port.
 class ServeProcess {
  public:
-  ServeProcess(const std::string& config, const std::string& log) {
+  // `extra`: more arguments after `serve --config CONFIG --listen 127.0.0.1:0`.
+  ServeProcess(const std::string& config, const std::string& log,
+               const std::vector<std::string>& extra = {}) {
     int fds[2];
     if (pipe(fds) != 0) return;
     pid_ = fork();
@@ -48,8 +50,11 @@ class ServeProcess {
       int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (err >= 0) dup2(err, 2);
       close(fds[0]);
-      execl(Bin(), Bin(), "serve", "--config", config.c_str(), "--listen", "127.0.0.1:0",
-            (char*)nullptr);
+      std::vector<const char*> argv = {Bin(),          "serve",    "--config",
+                                       config.c_str(), "--listen", "127.0.0.1:0"};
+      for (const auto& e : extra) argv.push_back(e.c_str());
+      argv.push_back(nullptr);
+      execv(Bin(), const_cast<char* const*>(argv.data()));
       _exit(127);
     }
     close(fds[1]);
