@@ -307,7 +307,9 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
                 const std::string& key) { return p.Int(v, key, 1, 100000, &c->max_list_limit); }},
            {"max_batch_events",
             [&](const toml::node& v,
-                const std::string& key) { return p.Int(v, key, 1, 1000, &c->max_batch_events); }}});
+                const std::string& key) { return p.Int(v, key, 1, 1000, &c->max_batch_events); }},
+           {"console", [&](const toml::node& v,
+                           const std::string& key) { return p.Bool(v, key, &c->console); }}});
       !s.ok()) {
     return s;
   }

@@ -68,6 +68,7 @@ struct DaemonConfig {
   absl::Duration keep_alive_timeout = absl::Seconds(5);
   int max_list_limit = 1000;   // GET /v1/tenants/{t}/events?limit=
   int max_batch_events = 100;  // POST /v1/events:batch
+  bool console = true;         // the operator console at / (docs/CONSOLE.md)
 
   // [records]
   std::vector<std::string> record_tables;  // entity tables whose row changes become row.* events

@@ -408,16 +408,20 @@ void ServeAsset(const ConsoleAsset* a, httplib::Response& res) {
 
 }  // namespace
 
-void AddConsoleRoutes(httplib::Server& http, const ConsoleContext* c) {
-  const ConsoleAsset* index = FindConsoleAsset("/console/index.html");
-  auto page = [index](const httplib::Request&, httplib::Response& res) { ServeAsset(index, res); };
-  http.Get("/", page);
-  http.Get("/console", page);
-  http.Get(R"(/console/(.*))", [index](const httplib::Request& req, httplib::Response& res) {
-    const ConsoleAsset* a = FindConsoleAsset(req.path);
-    // Unknown paths under /console/ are pages of the single-page console.
-    ServeAsset(a != nullptr ? a : index, res);
-  });
+void AddConsoleRoutes(httplib::Server& http, const ConsoleContext* c, bool serve_assets) {
+  if (serve_assets) {
+    const ConsoleAsset* index = FindConsoleAsset("/console/index.html");
+    auto page = [index](const httplib::Request&, httplib::Response& res) {
+      ServeAsset(index, res);
+    };
+    http.Get("/", page);
+    http.Get("/console", page);
+    http.Get(R"(/console/(.*))", [index](const httplib::Request& req, httplib::Response& res) {
+      const ConsoleAsset* a = FindConsoleAsset(req.path);
+      // Unknown paths under /console/ are pages of the single-page console.
+      ServeAsset(a != nullptr ? a : index, res);
+    });
+  }
   http.Get("/ops/subscriptions", [c](const httplib::Request&, httplib::Response& res) {
     JsonReply(res, 200, SubscriptionsJson(*c));
   });

@@ -138,8 +138,9 @@ struct ConsoleContext {
   std::string version;
 };
 
-// The assets and the endpoints above. `ctx` must outlive the server.
-void AddConsoleRoutes(httplib::Server& http, const ConsoleContext* ctx);
+// The endpoints above, and the assets unless `serve_assets` is false
+// (ops.console = false: / is then 404 again). `ctx` must outlive the server.
+void AddConsoleRoutes(httplib::Server& http, const ConsoleContext* ctx, bool serve_assets);
 
 // "[scheme://]host/path" without "user:password@" (for display).
 std::string UrlWithoutUserInfo(const std::string& url);

@@ -587,7 +587,7 @@ void Daemon::Impl::Routes() {
   console.verify = verify.get();
   console.history = history.get();
   console.version = OUTBOX_VERSION_STRING;
-  AddConsoleRoutes(http, &console);
+  AddConsoleRoutes(http, &console, cfg.console);
 }
 
 // ---- lifecycle -------------------------------------------------------------------

@@ -227,6 +227,60 @@ lane = "DURABLE"
   EXPECT_THAT(Log(), HasSubstr("serve: stopped"));
 }
 
+// The console's files are open (they hold no data); its data needs the token;
+// ops.console = false takes the files away and leaves the API.
+TEST_F(Serve, ConsoleAssetsOpenDataBehindTheTokenAndItCanBeTurnedOff) {
+  {
+    ServeProcess p(WriteConfig(""), dir_.file("serve.log"));
+    ASSERT_GT(p.port(), 0) << Log();
+    auto anon = Client(p.port(), false);
+    for (const char* path : {"/", "/console", "/console/events"}) {
+      auto r = anon.Get(path);
+      ASSERT_TRUE(r) << path;
+      EXPECT_EQ(r->status, 200) << path;
+      EXPECT_THAT(r->get_header_value("Content-Type"), HasSubstr("text/html")) << path;
+      EXPECT_EQ(r->get_header_value("X-Frame-Options"), "DENY");
+    }
+    auto js = anon.Get("/console/app.js");
+    ASSERT_TRUE(js);
+    EXPECT_THAT(js->get_header_value("Content-Type"), HasSubstr("javascript"));
+    EXPECT_THAT(js->body, HasSubstr("textContent"));
+    for (const char* path : {"/ops/subscriptions", "/ops/history", "/ops/verify", "/ops/status"}) {
+      auto r = anon.Get(path);
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 401) << path;
+    }
+    auto c = Client(p.port());
+    auto subs = c.Get("/ops/subscriptions");
+    ASSERT_TRUE(subs);
+    EXPECT_EQ(subs->status, 200);
+    auto bad = c.Get("/ops/tenants/t1/events?order=sideways");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    EXPECT_THAT(bad->body, HasSubstr("\"field\":\"order\""));
+    bad = c.Get("/ops/status?verify=maybe");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    EXPECT_THAT(bad->body, HasSubstr("verify: must be true or false"));
+    bad = c.Post("/ops/verify", R"({"tenants":"t1"})", "application/json");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    EXPECT_THAT(bad->body, HasSubstr("\"field\":\"tenants\""));
+    auto missing = c.Get("/ops/tenants/t1/events/01NOPE");
+    ASSERT_TRUE(missing);
+    EXPECT_EQ(missing->status, 404);
+    EXPECT_THAT(missing->body, HasSubstr("event 01NOPE of tenant t1: not found"));
+  }
+  ServeProcess p(WriteConfig("", "console = false\n"), dir_.file("serve.log"));
+  ASSERT_GT(p.port(), 0) << Log();
+  auto r = Client(p.port()).Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  r = Client(p.port()).Get("/ops/subscriptions");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
 TEST_F(Serve, EveryOpenApiRouteAnswers) {
   std::ifstream in(std::string(OUTBOX_SOURCE_DIR) + "/docs/openapi.yaml");
   ASSERT_TRUE(in) << "docs/openapi.yaml missing";

@@ -18,6 +18,7 @@ TEST(DaemonConfig, DefaultsAreTheEmbeddedDefault) {
   EXPECT_EQ(c.listen_port, 8080);
   EXPECT_TRUE(c.loopback());
   EXPECT_TRUE(c.token.empty());
+  EXPECT_TRUE(c.console);
   auto empty = ParseDaemonConfig("", "empty.toml");
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_EQ(empty->store_path, c.store_path);
@@ -50,6 +51,7 @@ token = "tok"
 threads = 32
 max_body_bytes = 65536
 read_timeout_seconds = 2.5
+console = false
 [records]
 tables = ["orders", "pets"]
 tenant_key_prefix = "HOUSEHOLD#"
@@ -94,6 +96,7 @@ handler = "log"
   EXPECT_EQ(c->http_threads, 32);
   EXPECT_EQ(c->max_body_bytes, 65536);
   EXPECT_EQ(c->read_timeout, absl::Milliseconds(2500));
+  EXPECT_FALSE(c->console);
   EXPECT_EQ(c->record_tables, (std::vector<std::string>{"orders", "pets"}));
   EXPECT_EQ(c->tenant_key_prefix, "HOUSEHOLD#");
   EXPECT_FALSE(c->strict);
@@ -185,6 +188,7 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
   EXPECT_THAT(ErrorOf("[store]\nbackend = \"dynamodb\"\n[records]\ntables = [\"orders\"]\n"),
               HasSubstr("outbox.toml:3: records.tables: the record-change relay reads the SQLite "
                         "change feed"));
+  EXPECT_THAT(ErrorOf("[ops]\nconsole = \"yes\"\n"), HasSubstr("ops.console"));
   EXPECT_THAT(ErrorOf("[ops]\nmax_body_bytes = \"big\"\n"),
               HasSubstr("outbox.toml:2: ops.max_body_bytes: must be an integer, got string"));
   EXPECT_THAT(ErrorOf("[worker\n"), HasSubstr("outbox.toml:1: invalid TOML"));
