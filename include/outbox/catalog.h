@@ -88,6 +88,10 @@ struct SubscriptionDelivery {
   std::string webhook_url;  // http:// or https:// URL receiving the envelope
   std::string
       webhook_secret;  // HMAC-SHA256 key (from `secret`, or the env var named by `secret_env`)
+  // During a rotation, the secret being replaced (`previous_secret` /
+  // `previous_secret_env`): requests carry a signature with each, so a
+  // receiver may switch keys at any time (docs/SERVER.md "Secret rotation").
+  std::string webhook_previous_secret;
   absl::Duration webhook_timeout = absl::Seconds(10);  // whole request
   int concurrency = 8;  // webhook requests in flight for this subscription (1..256)
   int64_t line = 0;     // line of the [[subscriptions]] entry (for messages)

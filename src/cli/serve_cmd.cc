@@ -78,8 +78,8 @@ int RunServe(const ServeFlags& f) {
     return kExitUnavailable;
   }
   // One machine-readable line (tests and scripts read the port from it).
-  std::cout << "outbox serve: listening on http://" << cfg->listen_host << ":" << (*daemon)->port()
-            << " pid " << getpid() << std::endl;
+  std::cout << "outbox serve: listening on " << (cfg->tls() ? "https://" : "http://")
+            << cfg->listen_host << ":" << (*daemon)->port() << " pid " << getpid() << std::endl;
   while (!g_serve_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   (*daemon)->Stop();
   std::cout << "outbox serve: stopped" << std::endl;

@@ -1,11 +1,16 @@
 #include "config/daemon_config.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "fmt/format.h"
 #include "util/absl_compat.h"
@@ -246,6 +251,7 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
     return s;
   }
   const toml::node* listen_node = nullptr;
+  const toml::node *tls_cert_node = nullptr, *tls_key_node = nullptr;
   if (auto s = p.Table(
           root, "ops",
           {{"listen",
@@ -308,6 +314,14 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
            {"max_batch_events",
             [&](const toml::node& v,
                 const std::string& key) { return p.Int(v, key, 1, 1000, &c->max_batch_events); }},
+           {"tls_cert", [&](const toml::node& v, const std::string& key) {
+              tls_cert_node = &v;
+              return p.Str(v, key, &c->tls_cert);
+            }},
+           {"tls_key", [&](const toml::node& v, const std::string& key) {
+              tls_key_node = &v;
+              return p.Str(v, key, &c->tls_key);
+            }},
            {"console", [&](const toml::node& v,
                            const std::string& key) { return p.Bool(v, key, &c->console); }}});
       !s.ok()) {
@@ -369,6 +383,18 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
         lease_node ? *lease_node : static_cast<const toml::node&>(root), "worker.lease_seconds",
         fmt::format("must be shorter than queue.visibility_timeout_seconds ({}), got {}",
                     absl::FormatDuration(c->visibility_timeout), absl::FormatDuration(c->lease)));
+  }
+  if ((tls_cert_node == nullptr) != (tls_key_node == nullptr)) {
+    return p.Error(tls_cert_node ? *tls_cert_node : *tls_key_node,
+                   tls_cert_node ? "ops.tls_key" : "ops.tls_cert",
+                   "required with the other (TLS needs the certificate chain and its private key, "
+                   "both PEM files)");
+  }
+  for (auto [node, key, path] : {std::tuple{tls_cert_node, "ops.tls_cert", &c->tls_cert},
+                                 std::tuple{tls_key_node, "ops.tls_key", &c->tls_key}}) {
+    if (node != nullptr && access(path->c_str(), R_OK) != 0)
+      return p.Error(*node, key,
+                     fmt::format("cannot read \"{}\": {}", *path, std::strerror(errno)));
   }
   if (!c->loopback() && c->token.empty()) {
     return p.Error(

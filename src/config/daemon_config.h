@@ -69,6 +69,9 @@ struct DaemonConfig {
   int max_list_limit = 1000;   // GET /v1/tenants/{t}/events?limit=
   int max_batch_events = 100;  // POST /v1/events:batch
   bool console = true;         // the operator console at / (docs/CONSOLE.md)
+  // HTTPS instead of HTTP (both PEM files; cpp-httplib's OpenSSL server).
+  std::string tls_cert, tls_key;
+  bool tls() const { return !tls_cert.empty(); }
 
   // [records]
   std::vector<std::string> record_tables;  // entity tables whose row changes become row.* events

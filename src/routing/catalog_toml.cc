@@ -95,6 +95,18 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
                          SubscriptionDelivery* delivery) const {
   bool has_lane = false;
   std::string secret_env;
+  // A secret from `secret` (TOML) or the environment variable `*_env` names.
+  auto secret_from_env = [&](const toml::node& v, const std::string& key, std::string* name,
+                             std::string* out) {
+    absl::Status s = String(v, key, name);
+    if (!s.ok()) return s;
+    const char* env = std::getenv(name->c_str());
+    if (env == nullptr || *env == '\0')
+      return Error(v, key, fmt::format("environment variable {} is not set", *name));
+    *out = env;
+    return absl::OkStatus();
+  };
+  std::string previous_secret_env;
   delivery->line = t.source().begin.line;
   for (auto&& [k, v] : t) {
     const std::string key = where + "." + std::string(k.str());
@@ -146,15 +158,11 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
     } else if (k.str() == "secret") {
       s = String(v, key, &delivery->webhook_secret);
     } else if (k.str() == "secret_env") {
-      s = String(v, key, &secret_env);
-      if (s.ok()) {
-        const char* env = std::getenv(secret_env.c_str());
-        if (env == nullptr || *env == '\0') {
-          s = Error(v, key, fmt::format("environment variable {} is not set", secret_env));
-        } else {
-          delivery->webhook_secret = env;
-        }
-      }
+      s = secret_from_env(v, key, &secret_env, &delivery->webhook_secret);
+    } else if (k.str() == "previous_secret") {
+      s = String(v, key, &delivery->webhook_previous_secret);
+    } else if (k.str() == "previous_secret_env") {
+      s = secret_from_env(v, key, &previous_secret_env, &delivery->webhook_previous_secret);
     } else if (k.str() == "webhook_timeout_seconds") {
       s = Seconds(v, key, &delivery->webhook_timeout);
     } else if (k.str() == "concurrency") {
@@ -169,8 +177,8 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
       s = Error(
           v, key,
           "unknown key; expected one of name, glob, lane, pattern, max_attempts, lease_seconds, "
-          "handler_timeout_seconds, handler, webhook, secret, secret_env, webhook_timeout_seconds, "
-          "concurrency");
+          "handler_timeout_seconds, handler, webhook, secret, secret_env, previous_secret, "
+          "previous_secret_env, webhook_timeout_seconds, concurrency");
     }
     if (!s.ok()) return s;
   }
@@ -181,6 +189,15 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
   if (!delivery->webhook_url.empty() && !delivery->handler.empty()) {
     return Error(t, where + ".handler",
                  "a subscription has either a webhook or a built-in handler, not both");
+  }
+  if (!delivery->webhook_previous_secret.empty() && delivery->webhook_secret.empty()) {
+    return Error(t, where + ".secret",
+                 "required with previous_secret (the new key of the rotation; or secret_env)");
+  }
+  if (!delivery->webhook_previous_secret.empty() &&
+      delivery->webhook_previous_secret == delivery->webhook_secret) {
+    return Error(t, where + ".previous_secret",
+                 "must differ from secret (remove it once the rotation is done)");
   }
   if (!delivery->webhook_url.empty() && delivery->webhook_secret.empty()) {
     return Error(t, where + ".secret",

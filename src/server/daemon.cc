@@ -72,7 +72,8 @@ struct Daemon::Impl {
   std::unique_ptr<MetricsHistory> history;
   ConsoleContext console;
 
-  httplib::Server http;
+  // HTTP, or HTTPS with ops.tls_cert / ops.tls_key (made in Daemon::Open).
+  std::unique_ptr<httplib::Server> server;
   std::thread listen_thread;
   int port = 0;
   std::atomic<bool> ready{false};
@@ -251,6 +252,7 @@ absl::Status Daemon::Impl::BindSubscriptions() {
       wo.subscription = sub.name;
       wo.url = d.webhook_url;
       wo.secret = d.webhook_secret;
+      wo.previous_secret = d.webhook_previous_secret;
       wo.timeout = d.webhook_timeout;
       wo.concurrency = d.concurrency;
       webhooks.push_back(std::make_unique<WebhookSubscriber>(wo, clock));
@@ -520,6 +522,7 @@ void Daemon::Impl::GetEvents(const httplib::Request& req, httplib::Response& res
 }
 
 void Daemon::Impl::Routes() {
+  httplib::Server& http = *server;
   http.set_payload_max_length(static_cast<size_t>(cfg.max_body_bytes));
   http.set_read_timeout(std::chrono::milliseconds(absl::ToInt64Milliseconds(cfg.read_timeout)));
   http.set_write_timeout(std::chrono::milliseconds(absl::ToInt64Milliseconds(cfg.write_timeout)));
@@ -598,6 +601,19 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Open(config::DaemonConfig config
   auto impl = std::make_unique<Impl>();
   impl->cfg = std::move(config);
   impl->clock = clock ? clock : Clock::Real();
+  if (impl->cfg.tls()) {
+    auto tls =
+        std::make_unique<httplib::SSLServer>(impl->cfg.tls_cert.c_str(), impl->cfg.tls_key.c_str());
+    if (!tls->is_valid()) {
+      return absl::InvalidArgumentError(ToAbsl(fmt::format(
+          "ops.tls_cert / ops.tls_key: cannot load \"{}\" with \"{}\" (PEM certificate chain "
+          "and its matching private key)",
+          impl->cfg.tls_cert, impl->cfg.tls_key)));
+    }
+    impl->server = std::move(tls);
+  } else {
+    impl->server = std::make_unique<httplib::Server>();
+  }
   if (auto s = impl->OpenAll(); !s.ok()) return s;
   impl->Routes();
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
@@ -605,16 +621,16 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Open(config::DaemonConfig config
 
 Daemon::~Daemon() { Stop(); }
 
-httplib::Server& Daemon::http_server() { return impl_->http; }
+httplib::Server& Daemon::http_server() { return *impl_->server; }
 
 absl::Status Daemon::Start() {
   Impl& d = *impl_;
   if (d.started) return absl::FailedPreconditionError("serve: already started");
   const std::string& host = d.cfg.listen_host;
   if (d.cfg.listen_port == 0) {
-    d.port = d.http.bind_to_any_port(host);
+    d.port = d.server->bind_to_any_port(host);
   } else {
-    d.port = d.http.bind_to_port(host, d.cfg.listen_port) ? d.cfg.listen_port : -1;
+    d.port = d.server->bind_to_port(host, d.cfg.listen_port) ? d.cfg.listen_port : -1;
   }
   if (d.port <= 0) {
     return absl::UnavailableError(
@@ -631,14 +647,14 @@ absl::Status Daemon::Start() {
   if (d.record_consumer) {
     if (auto s = d.record_consumer->Start(); !s.ok()) return Prefixed(s, "records consumer");
   }
-  d.listen_thread = std::thread([&d] { d.http.listen_after_bind(); });
-  while (!d.http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  d.listen_thread = std::thread([&d] { d.server->listen_after_bind(); });
+  while (!d.server->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   d.history->Start();
   d.ready.store(true);
   spdlog::info(
-      "serve: listening on http://{}:{} (store {}, queue {}{}, relay {} ({}), {} subscription(s), "
+      "serve: listening on {}://{}:{} (store {}, queue {}{}, relay {} ({}), {} subscription(s), "
       "{} webhook(s))",
-      host, d.port, d.cfg.store_backend, d.cfg.queue_backend,
+      d.cfg.tls() ? "https" : "http", host, d.port, d.cfg.store_backend, d.cfg.queue_backend,
       d.cfg.uses_file() ? " in " + d.cfg.store_path : std::string(), d.cfg.relay_mode,
       d.stack->event_relay_kind(), d.cfg.catalog.subscriptions.size(), d.webhooks.size());
   return absl::OkStatus();
@@ -653,7 +669,7 @@ void Daemon::Stop() {
   spdlog::info(
       "serve: stopping: no new requests; draining the relay and the worker's batch in flight");
   // 1. Intake: close the listener; requests in progress finish.
-  d.http.stop();
+  d.server->stop();
   if (d.listen_thread.joinable()) d.listen_thread.join();
   // 2. Relays: forward everything committed so far.
   for (Relay* r : d.Relays()) {

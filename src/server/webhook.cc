@@ -21,6 +21,13 @@ std::string WebhookSignature(std::string_view secret, int64_t timestamp, std::st
   return "v1=" + HexEncode(HmacSha256(secret, msg));
 }
 
+std::string WebhookSignatureHeader(std::string_view secret, std::string_view previous_secret,
+                                   int64_t timestamp, std::string_view body) {
+  std::string h = WebhookSignature(secret, timestamp, body);
+  if (!previous_secret.empty()) h += ", " + WebhookSignature(previous_secret, timestamp, body);
+  return h;
+}
+
 bool VerifyWebhookSignature(std::string_view secret, int64_t timestamp, std::string_view body,
                             std::string_view header) {
   const std::string want = WebhookSignature(secret, timestamp, body);
@@ -236,7 +243,8 @@ absl::Status WebhookSubscriber::Deliver(HandlerContext& ctx, const Envelope& eve
       "Expect:",
       "Idempotency-Key: " + ctx.idempotency_key(),
       fmt::format("Outbox-Timestamp: {}", ts),
-      "Outbox-Signature: " + WebhookSignature(options_.secret, ts, body),
+      "Outbox-Signature: " +
+          WebhookSignatureHeader(options_.secret, options_.previous_secret, ts, body),
       fmt::format("Outbox-Attempt: {}", ctx.attempt()),
       "Outbox-Event-Id: " + event.id,
       "Outbox-Event-Type: " + event.type,

@@ -39,6 +39,10 @@ namespace outbox::server {
 
 // "v1=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>"
 std::string WebhookSignature(std::string_view secret, int64_t timestamp, std::string_view body);
+// The Outbox-Signature header value: the signature with `secret`, then (during
+// a rotation, when `previous_secret` is not empty) ", " and the one with it.
+std::string WebhookSignatureHeader(std::string_view secret, std::string_view previous_secret,
+                                   int64_t timestamp, std::string_view body);
 // Constant-time check of a received Outbox-Signature header (any of several
 // comma-separated "v1=" values may match).
 bool VerifyWebhookSignature(std::string_view secret, int64_t timestamp, std::string_view body,
@@ -81,6 +85,7 @@ struct WebhookOptions {
   std::string subscription;
   std::string url;
   std::string secret;
+  std::string previous_secret;  // during a rotation: a second signature with the old key
   absl::Duration timeout =
       absl::Seconds(10);  // whole request (also capped by the handler deadline)
   absl::Duration connect_timeout = absl::Seconds(3);

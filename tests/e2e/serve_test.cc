@@ -30,6 +30,7 @@
 #include "support/command.h"
 #include "support/serve_process.h"
 #include "support/temp_dir.h"
+#include "support/tls_cert.h"
 
 namespace {
 
@@ -279,6 +280,76 @@ TEST_F(Serve, ConsoleAssetsOpenDataBehindTheTokenAndItCanBeTurnedOff) {
   r = Client(p.port()).Get("/ops/subscriptions");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+}
+
+// ops.tls_cert / ops.tls_key: the same API over HTTPS (cpp-httplib's OpenSSL
+// server), verified against the certificate; plain HTTP on that port gets
+// no answer; a key that does not load stops the server with a message
+// naming both settings.
+TEST_F(Serve, ServesHttpsWithTheConfiguredCertificate) {
+  const std::string cert = dir_.file("cert.pem"), key = dir_.file("key.pem");
+  ASSERT_TRUE(outbox::testing_support::WriteSelfSignedCert(cert, key));
+  ServeProcess p(WriteConfig("", "tls_cert = \"" + cert + "\"\ntls_key = \"" + key + "\"\n"),
+                 dir_.file("serve.log"));
+  ASSERT_GT(p.port(), 0) << Log();
+  httplib::SSLClient tls("127.0.0.1", p.port());
+  tls.set_ca_cert_path(cert.c_str());
+  tls.enable_server_certificate_verification(true);
+  tls.set_bearer_token_auth(kToken);
+  auto r = tls.Get("/healthz");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  r = tls.Post("/v1/events", R"({"tenant":"t1","type":"com.order_placed"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 201) << r->body;
+  r = tls.Get("/v1/tenants/t1/events");
+  ASSERT_TRUE(r);
+  EXPECT_THAT(r->body, HasSubstr("\"seq\":1"));
+  // A client that does not trust the certificate refuses the connection.
+  httplib::SSLClient untrusting("127.0.0.1", p.port());
+  untrusting.set_ca_cert_path("/nonexistent-ca.pem");
+  untrusting.enable_server_certificate_verification(true);
+  EXPECT_FALSE(untrusting.Get("/healthz"));
+  // Plain HTTP on the TLS port: no HTTP answer.
+  httplib::Client plain("127.0.0.1", p.port());
+  plain.set_read_timeout(2, 0);
+  auto pr = plain.Get("/healthz");
+  EXPECT_TRUE(!pr || pr->status != 200);
+  EXPECT_EQ(p.Kill(SIGTERM), 0);
+
+  // A key that is not the certificate's (here: the certificate itself).
+  std::string bad = WriteConfig("", "tls_cert = \"" + cert + "\"\ntls_key = \"" + cert + "\"\n");
+  auto run = outbox::testing_support::RunCommand(std::string(Bin()) + " serve --config " + bad +
+                                                 " --listen 127.0.0.1:0 2>&1");
+  EXPECT_NE(run.code, 0);
+  EXPECT_THAT(run.out, HasSubstr("ops.tls_cert / ops.tls_key: cannot load"));
+}
+
+// Rotating a webhook secret: with `secret` = new and `previous_secret` = old,
+// a receiver that still verifies with the old key accepts every delivery,
+// and so does one that already has the new key.
+TEST_F(Serve, RotatingAWebhookSecretSignsWithBothKeys) {
+  Receiver old_rx(kSecret);  // kSecret is the old key
+  Receiver new_rx("whsec_rotated");
+  auto hook = [&](const std::string& name, const std::string& url) {
+    return "\n[[subscriptions]]\nname = \"" + name +
+           "\"\nglob = \"com.order_placed\"\nlane = \"DURABLE\"\nwebhook = \"" + url +
+           "\"\nsecret = \"whsec_rotated\"\nprevious_secret = \"" + kSecret +
+           "\"\nwebhook_timeout_seconds = 1\n";
+  };
+  ServeProcess p(WriteConfig(hook("old", old_rx.Url("old")) + hook("new", new_rx.Url("new"))),
+                 dir_.file("serve.log"));
+  ASSERT_GT(p.port(), 0) << Log();
+  auto c = Client(p.port());
+  int st = 0;
+  for (int i = 0; i < 3; ++i) {
+    Emit(c, {{"tenant", "t1"}, {"type", "com.order_placed"}}, &st);
+    ASSERT_EQ(st, 201);
+  }
+  ASSERT_TRUE(WaitFor([&] { return old_rx.Unique("old") == 3 && new_rx.Unique("new") == 3; }, 30))
+      << Log();
+  EXPECT_EQ(old_rx.bad_signatures(), 0);
+  EXPECT_EQ(new_rx.bad_signatures(), 0);
 }
 
 TEST_F(Serve, EveryOpenApiRouteAnswers) {

@@ -62,7 +62,7 @@ class ServeProcess {
     char line[512];
     if (fgets(line, sizeof line, out_) != nullptr) {
       std::cmatch m;
-      if (std::regex_search(line, m, std::regex(R"(http://127\.0\.0\.1:(\d+))")))
+      if (std::regex_search(line, m, std::regex(R"(https?://127\.0\.0\.1:(\d+))")))
         port_ = std::stoi(m[1]);
     }
   }

@@ -32,8 +32,8 @@ inline bool WriteSelfSignedCert(const std::string& cert_path, const std::string&
     X509V3_CTX ctx;
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, x, x, nullptr, nullptr, 0);
-    X509_EXTENSION* san = X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name,
-                                              "IP:127.0.0.1,DNS:localhost");
+    X509_EXTENSION* san =
+        X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost");
     ok = san != nullptr && X509_add_ext(x, san, -1) == 1 && X509_sign(x, key, EVP_sha256()) > 0;
     X509_EXTENSION_free(san);
   }

@@ -189,6 +189,12 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
               HasSubstr("outbox.toml:3: records.tables: the record-change relay reads the SQLite "
                         "change feed"));
   EXPECT_THAT(ErrorOf("[ops]\nconsole = \"yes\"\n"), HasSubstr("ops.console"));
+  EXPECT_THAT(ErrorOf("[ops]\ntls_cert = \"/etc/hostname\"\n"),
+              HasSubstr("ops.tls_key: required with the other"));
+  EXPECT_THAT(ErrorOf("[ops]\ntls_key = \"/etc/hostname\"\n"),
+              HasSubstr("ops.tls_cert: required with the other"));
+  EXPECT_THAT(ErrorOf("[ops]\ntls_cert = \"/nonexistent/cert.pem\"\ntls_key = \"/etc/hostname\"\n"),
+              HasSubstr("ops.tls_cert: cannot read \"/nonexistent/cert.pem\": No such file"));
   EXPECT_THAT(ErrorOf("[ops]\nmax_body_bytes = \"big\"\n"),
               HasSubstr("outbox.toml:2: ops.max_body_bytes: must be an integer, got string"));
   EXPECT_THAT(ErrorOf("[worker\n"), HasSubstr("outbox.toml:1: invalid TOML"));

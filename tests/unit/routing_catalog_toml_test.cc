@@ -108,6 +108,15 @@ TEST(CatalogToml, OtherErrors) {
               HasSubstr("outbox.toml:1: subscriptions[0].lane: required"));
   EXPECT_THAT(Err("[[subscriptions]]\nname = \"x\"\nglob = \"a\"\nlane = \"LOCAL\"\nretries = 3\n"),
               HasSubstr("outbox.toml:5: subscriptions[0].retries: unknown key"));
+  const std::string hook =
+      "[[subscriptions]]\nname = \"x\"\nglob = \"a\"\nlane = \"DURABLE\"\nwebhook = "
+      "\"http://h/\"\n";
+  EXPECT_THAT(Err(hook + "previous_secret = \"old\"\n"),
+              HasSubstr("subscriptions[0].secret: required with previous_secret"));
+  EXPECT_THAT(Err(hook + "secret = \"k\"\nprevious_secret = \"k\"\n"),
+              HasSubstr("subscriptions[0].previous_secret: must differ from secret"));
+  EXPECT_THAT(Err(hook + "secret = \"k\"\nprevious_secret_env = \"OUTBOX_TEST_NO_SUCH_VAR\"\n"),
+              HasSubstr("environment variable OUTBOX_TEST_NO_SUCH_VAR is not set"));
   EXPECT_THAT(Err("[[event_types]]\ntype = \"a\"\n\n[[event_types]]\ntype = \"a\"\n"),
               HasSubstr("outbox.toml:4: event_types[1].type: \"a\" is already declared at line 1"));
   EXPECT_THAT(Err("[[event_types]]\nproducer = \"p\"\n"),

@@ -35,6 +35,20 @@ TEST(WebhookSignature, VerifyRejectsTamperedBodyTimestampOrSecret) {
   EXPECT_FALSE(VerifyWebhookSignature("s3cret", 42, "body", ""));
 }
 
+// A rotation: the sender signs with the new and the old secret, so a
+// receiver that still has the old one and one that already has the new one
+// both accept; a receiver with neither does not.
+TEST(WebhookSignature, DuringARotationBothSecretsVerify) {
+  const std::string h = WebhookSignatureHeader("whsec_new", "whsec_old", 42, "body");
+  EXPECT_EQ(h, WebhookSignature("whsec_new", 42, "body") + ", " +
+                   WebhookSignature("whsec_old", 42, "body"));
+  EXPECT_TRUE(VerifyWebhookSignature("whsec_new", 42, "body", h));
+  EXPECT_TRUE(VerifyWebhookSignature("whsec_old", 42, "body", h));
+  EXPECT_FALSE(VerifyWebhookSignature("whsec_other", 42, "body", h));
+  EXPECT_EQ(WebhookSignatureHeader("whsec_new", "", 42, "body"),
+            WebhookSignature("whsec_new", 42, "body"));  // no rotation: one value
+}
+
 TEST(WebhookClassify, TwoHundredsOkRetryableAndTerminal) {
   for (long code : {200L, 201L, 202L, 204L})
     EXPECT_TRUE(ClassifyWebhookResult("s", code, "", "").ok()) << code;
@@ -206,6 +220,21 @@ TEST(WebhookSubscriber, PostsTheSignedEnvelopeWithIdempotencyKeyAndAttempt) {
   EXPECT_EQ(parsed->id, e.id);
   EXPECT_EQ(parsed->payload, e.payload);
   EXPECT_EQ(w.metrics().delivered.load(), 1);
+}
+
+TEST(WebhookSubscriber, SignsWithThePreviousSecretTooDuringARotation) {
+  Receiver r;
+  ManualClock clock(absl::FromUnixSeconds(1'750'000'000));
+  WebhookOptions o = Options(r.url());
+  o.previous_secret = "whsec_before";
+  WebhookSubscriber w(o, &clock);
+  Envelope e = Event(1);
+  FakeContext ctx(&clock, e.id + ":ship", 1);
+  ASSERT_TRUE(w.Deliver(ctx, e).ok());
+  ASSERT_EQ(r.requests.load(), 1);
+  const std::string sig = r.headers[0].find("Outbox-Signature")->second;
+  EXPECT_TRUE(VerifyWebhookSignature("whsec_unit", 1750000000, r.bodies[0], sig));
+  EXPECT_TRUE(VerifyWebhookSignature("whsec_before", 1750000000, r.bodies[0], sig));
 }
 
 TEST(WebhookSubscriber, RetryableAndTerminalAnswers) {
