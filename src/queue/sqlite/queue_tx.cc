@@ -8,6 +8,8 @@
 
 #include "fmt/format.h"
 #include "queue/sqlite/queue_util.h"
+#include "spdlog/spdlog.h"
+#include "sqlite/format.h"
 
 namespace outbox::queue_internal {
 namespace {
@@ -230,8 +232,8 @@ absl::Status ReceiveStandard(sqlite::Conn& c, const QueueRow& q, int n, int64_t 
 
 }  // namespace
 
-absl::Status CreateSchema(sqlite::Conn& c) {
-  return c.Exec(R"sql(
+namespace {
+constexpr std::string_view kQueueSchema = R"sql(
 CREATE TABLE IF NOT EXISTS q_queues(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   name TEXT NOT NULL UNIQUE,
@@ -278,7 +280,18 @@ CREATE TABLE IF NOT EXISTS q_dedup(
   expires_ms INTEGER NOT NULL,
   PRIMARY KEY(queue_id, dedup_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS q_dedup_expires ON q_dedup(queue_id, expires_ms);
-)sql");
+)sql";
+}  // namespace
+
+absl::Status CreateSchema(sqlite::Conn& c, std::string_view path, int64_t now_ms) {
+  // Version 1 is the schema above; files from before format versions (0) have
+  // the same tables, so 0 -> 1 only records the version.
+  sqlite::FormatSpec spec{"queue", kQueueFormatVersion, kQueueSchema, "q_messages", {""}};
+  int from = -1;
+  if (auto s = sqlite::EnsureFormat(c, spec, now_ms, &from); !s.ok()) return s;
+  if (from >= 0)
+    spdlog::info("queue: {}: format migrated from version {} to {}", path, from, spec.current);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<QueueRow> LoadQueue(sqlite::Conn& c, std::string_view name) {

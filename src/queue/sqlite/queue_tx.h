@@ -53,7 +53,10 @@ struct QueueRow {
   int64_t created_ms = 0;
 };
 
-absl::Status CreateSchema(sqlite::Conn& c);
+// The queue's format version in the SQLite file (sqlite/format.h).
+inline constexpr int kQueueFormatVersion = 1;
+// Creates (or checks and migrates) the queue's tables; `path` names the file.
+absl::Status CreateSchema(sqlite::Conn& c, std::string_view path, int64_t now_ms);
 // QueueDoesNotExist when absent.
 absl::StatusOr<QueueRow> LoadQueue(sqlite::Conn& c, std::string_view name);
 absl::Status InsertQueue(sqlite::Conn& c, std::string_view name, const QueueOptions& o,

@@ -23,7 +23,9 @@ absl::StatusOr<std::unique_ptr<SqliteQueue>> SqliteQueue::Open(std::shared_ptr<s
                                                                Clock* clock) {
   if (!db) return absl::InvalidArgumentError("database: required");
   if (!clock) return absl::InvalidArgumentError("clock: required");
-  QRETURN_IF_ERROR(db->Write([](sqlite::Conn& c) { return CreateSchema(c); }));
+  const int64_t now_ms = absl::ToUnixMillis(clock->Now());
+  QRETURN_IF_ERROR(db->Write(
+      [&db, now_ms](sqlite::Conn& c) { return CreateSchema(c, db->options().path, now_ms); }));
   return std::unique_ptr<SqliteQueue>(new SqliteQueue(std::move(db), clock));
 }
 

@@ -1,6 +1,8 @@
 #include "store/sqlite/sqlite_store.h"
 
 #include "fmt/format.h"
+#include "spdlog/spdlog.h"
+#include "sqlite/format.h"
 #include "store/common/validate.h"
 #include "store/sqlite/codec.h"
 #include "store/sqlite/store_impl.h"
@@ -66,8 +68,17 @@ SqliteStoreImpl::~SqliteStoreImpl() {
 }
 
 absl::Status SqliteStoreImpl::Init() {
-  auto s = db_->Write([](sqlite::Conn& c) { return c.Exec(kSchema); });
+  // Version 1 is kSchema; files from before format versions (0) have the same
+  // tables, so 0 -> 1 only records the version (sqlite/format.h).
+  sqlite::FormatSpec spec{"store", kStoreFormatVersion, kSchema, "s_items", {""}};
+  int from = -1;
+  const int64_t now_ms = absl::ToUnixMillis(clock_->Now());
+  auto s =
+      db_->Write([&](sqlite::Conn& c) { return sqlite::EnsureFormat(c, spec, now_ms, &from); });
   if (!s.ok()) return s;
+  if (from >= 0)
+    spdlog::info("store: {}: format migrated from version {} to {}", db_->options().path, from,
+                 spec.current);
   if (options_.sweep_interval > absl::ZeroDuration()) {
     sweeper_ = std::thread([this] { SweeperLoop(); });
   }

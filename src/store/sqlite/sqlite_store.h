@@ -31,6 +31,10 @@ struct SqliteStoreOptions {
   absl::Duration token_ttl = absl::Minutes(10);
 };
 
+// The store's format version in the SQLite file (sqlite/format.h,
+// docs/STORAGE.md "Format versions").
+inline constexpr int kStoreFormatVersion = 1;
+
 class SqliteStore : public Store, public ChangeFeed {
  public:
   // Creates the schema if needed. `clock` must outlive the store.
