@@ -84,7 +84,9 @@ std::vector<std::string> TypesReached(const Catalog& catalog, const Subscription
 // a webhook (`webhook`, `secret`/`secret_env`, `webhook_timeout_seconds`,
 // `concurrency`) or a built-in handler (`handler = "log"`, the default).
 struct SubscriptionDelivery {
-  std::string handler;      // built-in handler name; empty when webhook_url is set
+  // Built-in handler ("log"; "record": one row per run in outbox_effects,
+  // docs/SERVER.md); empty when webhook_url is set.
+  std::string handler;
   std::string webhook_url;  // http:// or https:// URL receiving the envelope
   std::string
       webhook_secret;  // HMAC-SHA256 key (from `secret`, or the env var named by `secret_env`)

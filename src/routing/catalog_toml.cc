@@ -142,10 +142,10 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
       s = Seconds(v, key, &out->options.handler_timeout);
     } else if (k.str() == "handler") {
       s = String(v, key, &delivery->handler);
-      if (s.ok() && delivery->handler != "log") {
-        s = Error(
-            v, key,
-            fmt::format("unknown built-in handler \"{}\"; expected \"log\"", delivery->handler));
+      if (s.ok() && delivery->handler != "log" && delivery->handler != "record") {
+        s = Error(v, key,
+                  fmt::format("unknown built-in handler \"{}\"; expected \"log\" or \"record\"",
+                              delivery->handler));
       }
     } else if (k.str() == "webhook") {
       s = String(v, key, &delivery->webhook_url);

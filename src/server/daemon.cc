@@ -99,6 +99,31 @@ absl::Status Prefixed(const absl::Status& s, std::string_view what) {
   return absl::Status(s.code(), ToAbsl(fmt::format("{}: {}", what, ToStd(s.message()))));
 }
 
+// The built-in "record" handler's table: one item per (event, subscription)
+// effect, pk = the idempotency key, `runs` counting the runs that committed.
+constexpr const char* kEffectsTable = "outbox_effects";
+
+// Writes the effect in the inbox's completion transaction (HandlerContext::
+// AddWrite), so it commits exactly when the run completes: runs = 1 always,
+// whatever crashes or redeliveries happened (docs/SERVER.md "Built-in handlers").
+absl::Status RecordHandler(const std::string& name, HandlerContext& ctx, const Envelope& e) {
+  TransactWriteItem w;
+  w.kind = TransactWriteItem::Kind::kUpdate;
+  w.table = kEffectsTable;
+  w.item = Item{{"pk", Value::S(ctx.idempotency_key())}};
+  w.update =
+      "ADD runs :one SET tenant = :t, event_id = :e, subscription = :s, event_type = :ty, "
+      "seq = :q, attempt = :a";
+  w.args.values = {{":one", Value::N(int64_t{1})},
+                   {":t", Value::S(e.tenant)},
+                   {":e", Value::S(e.id)},
+                   {":s", Value::S(name)},
+                   {":ty", Value::S(e.type)},
+                   {":q", Value::N(e.seq)},
+                   {":a", Value::N(int64_t{ctx.attempt()})}};
+  return ctx.AddWrite(std::move(w));
+}
+
 absl::Status LogHandler(const std::string& name, HandlerContext&, const Envelope& e) {
   spdlog::info("log handler: subscription={} tenant={} event={} type={} seq={} correlation={}",
                name, e.tenant, e.id, e.type, e.seq, e.correlation_id);
@@ -244,6 +269,19 @@ absl::Status Daemon::Impl::BindSubscriptions() {
       spdlog::warn("{}: contract violations (catalog.strict = false):{}", cfg.source, all);
     }
   }
+  if (std::any_of(cat.deliveries.begin(), cat.deliveries.end(),
+                  [](const SubscriptionDelivery& d) { return d.handler == "record"; })) {
+    auto tables = stack->store()->ListTables();
+    if (!tables.ok()) return Prefixed(tables.status(), "handler \"record\"");
+    if (std::find(tables->begin(), tables->end(), kEffectsTable) == tables->end()) {
+      TableSpec spec;
+      spec.name = kEffectsTable;
+      spec.hash_key = {"pk", Type::S};
+      if (auto s = stack->store()->CreateTable(spec);
+          !s.ok() && s.code() != absl::StatusCode::kAlreadyExists)
+        return Prefixed(s, "handler \"record\": creating outbox_effects");
+    }
+  }
   for (size_t i = 0; i < cat.subscriptions.size(); ++i) {
     Subscription sub = cat.subscriptions[i];
     const SubscriptionDelivery& d = cat.deliveries[i];
@@ -257,6 +295,10 @@ absl::Status Daemon::Impl::BindSubscriptions() {
       wo.concurrency = d.concurrency;
       webhooks.push_back(std::make_unique<WebhookSubscriber>(wo, clock));
       sub.handler = webhooks.back()->AsHandler();
+    } else if (d.handler == "record") {
+      sub.handler = [name = sub.name](HandlerContext& ctx, const Envelope& e) {
+        return RecordHandler(name, ctx, e);
+      };
     } else {
       sub.handler = [name = sub.name](HandlerContext& ctx, const Envelope& e) {
         return LogHandler(name, ctx, e);
@@ -268,7 +310,7 @@ absl::Status Daemon::Impl::BindSubscriptions() {
     view.glob = sub.glob;
     view.pattern = sub.pattern;
     view.max_attempts = sub.options.max_attempts;
-    view.handler = d.webhook_url.empty() ? "log" : "webhook";
+    view.handler = !d.webhook_url.empty() ? "webhook" : d.handler.empty() ? "log" : d.handler;
     if (!d.webhook_url.empty()) {
       view.webhook_url = UrlWithoutUserInfo(d.webhook_url);
       const WebhookSubscriber* w = webhooks.back().get();
