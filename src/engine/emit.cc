@@ -285,7 +285,8 @@ void EngineImpl::ProcessGroup(TenantState& ts, std::vector<EmitJob*> group) {
     bool conflict = false;
     absl::Status group_error;
     size_t before = pending.size();
-    std::vector<EmitJob*> rest = Attempt(ts, pending, &conflict, &group_error);
+    absl::Status retry_cause;
+    std::vector<EmitJob*> rest = Attempt(ts, pending, &conflict, &retry_cause, &group_error);
     if (!group_error.ok()) {
       if (rest.size() > 1) {  // e.g. two jobs wrote the same item: run them one by one
         for (EmitJob* j : rest) ProcessGroup(ts, {j});
@@ -299,6 +300,19 @@ void EngineImpl::ProcessGroup(TenantState& ts, std::vector<EmitJob*> group) {
       metrics_.emit_conflicts++;
       if (++conflicts > options_.max_emit_retries) {
         metrics_.emit_contention_errors += static_cast<int64_t>(rest.size());
+        const std::string cause = DdbErrorName(retry_cause);
+        if (!retry_cause.ok() && cause != ddb_error::kTransactionConflict &&
+            cause != ddb_error::kTransactionCanceled) {
+          // Not contention: the store refused every attempt (a storage fault,
+          // a throttled or unreachable service). Say so, with its error.
+          for (EmitJob* j : rest) {
+            j->status = absl::Status(
+                retry_cause.code(),
+                fmt::format("emit: tenant {}: the store refused the transaction {} time(s): {}",
+                            j->ctx.tenant, conflicts, std::string(retry_cause.message())));
+          }
+          return;
+        }
         for (EmitJob* j : rest) {
           j->status =
               absl::AbortedError(fmt::format("emit: contention on tenant {}: the head row kept "
@@ -446,7 +460,8 @@ TransactWriteItem EngineImpl::OutboxRow(const Envelope& e, int64_t now) const {
 }
 
 std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*> group,
-                                          bool* conflict, absl::Status* group_error) {
+                                          bool* conflict, absl::Status* retry_cause,
+                                          absl::Status* group_error) {
   const std::string& tenant = group[0]->ctx.tenant;
   if (!ts.head) {
     if (auto s = LoadHead(ts, tenant); !s.ok()) {
@@ -581,6 +596,7 @@ std::vector<EmitJob*> EngineImpl::Attempt(TenantState& ts, std::vector<EmitJob*>
     if (IsRetryable(st)) {
       ts.head.reset();
       *conflict = true;
+      *retry_cause = st;
     } else {
       *group_error = WithPrefix(st, "emit: transaction refused: ");
     }

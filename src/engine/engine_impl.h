@@ -97,8 +97,10 @@ class EngineImpl final : public Engine {
   TransactWriteItem OutboxRow(const Envelope& e, int64_t now) const;
   // One attempt for `group`; returns jobs still to retry (those not done).
   // Sets *conflict when the head moved under us.
+  // `*retry_cause`: the store's retryable error when the whole transaction
+  // was refused (not a per-action cancellation), e.g. a storage fault.
   std::vector<EmitJob*> Attempt(TenantState& ts, std::vector<EmitJob*> group, bool* conflict,
-                                absl::Status* group_error);
+                                absl::Status* retry_cause, absl::Status* group_error);
   absl::Status RunInline(EmitJob& job, const Envelope& e, int attempt);
   void DispatchLocal(const Envelope& e);
   void ReplayIdempotent(EmitJob& job);

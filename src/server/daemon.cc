@@ -336,6 +336,17 @@ void Daemon::Impl::Readyz(const httplib::Request&, httplib::Response& res) {
     JsonReply(res, 503, {{"status", stopped.load() ? "draining" : "starting"}});
     return;
   }
+  // A storage fault that left the SQLite file refusing writes (durability in
+  // doubt until it is reopened): not ready, so an orchestrator restarts us.
+  sqlite::Database* db = sqlite_store   ? sqlite_store->database()
+                         : sqlite_queue ? &sqlite_queue->database()
+                                        : nullptr;
+  if (db != nullptr) {
+    if (auto s = db->sticky_error(); !s.ok()) {
+      JsonReply(res, 503, {{"status", "storage_failed"}, {"reason", ToStd(s.message())}});
+      return;
+    }
+  }
   if (auto a = queue->GetAttributes(cfg.queue); !a.ok()) {
     JsonReply(res, 503, {{"status", "unavailable"}, {"reason", ToStd(a.status().message())}});
     return;

@@ -70,16 +70,21 @@ absl::Status Conn::Error(std::string_view what) const {
   std::string msg = fmt::format("sqlite: {} ({}): {}", sqlite3_errmsg(db_), code, what);
   int primary = code & 0xff;
   if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return absl::UnavailableError(msg);
+  // Storage faults (an I/O error, a full disk) are the infrastructure's, not
+  // the request's: Unavailable (HTTP 503, retried by relays and workers).
+  if (primary == SQLITE_IOERR || primary == SQLITE_FULL || primary == SQLITE_CANTOPEN)
+    return absl::UnavailableError(msg);
   if (primary == SQLITE_CONSTRAINT) return absl::AlreadyExistsError(msg);
   return absl::InternalError(msg);
 }
 
 absl::StatusOr<std::unique_ptr<Conn>> Conn::Open(const std::string& path, bool readonly,
-                                                 int busy_timeout_ms, const std::string& sync) {
+                                                 int busy_timeout_ms, const std::string& sync,
+                                                 const std::string& vfs) {
   sqlite3* db = nullptr;
   int flags = SQLITE_OPEN_NOMUTEX |
               (readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags, vfs.empty() ? nullptr : vfs.c_str());
   std::unique_ptr<Conn> c(new Conn(db));
   if (rc != SQLITE_OK) {
     return absl::UnavailableError(fmt::format("cannot open database {}: {}", path,
@@ -157,10 +162,12 @@ absl::StatusOr<std::shared_ptr<Database>> Database::Open(const DatabaseOptions& 
   }
   if (options.max_batch < 1) return absl::InvalidArgumentError("max_batch: must be >= 1");
   std::shared_ptr<Database> db(new Database(options));
-  auto w = Conn::Open(options.path, false, options.busy_timeout_ms, options.synchronous);
+  auto w =
+      Conn::Open(options.path, false, options.busy_timeout_ms, options.synchronous, options.vfs);
   if (!w.ok()) return w.status();
   db->writer_ = *std::move(w);
-  auto watcher = Conn::Open(options.path, false, options.busy_timeout_ms, options.synchronous);
+  auto watcher =
+      Conn::Open(options.path, false, options.busy_timeout_ms, options.synchronous, options.vfs);
   if (!watcher.ok()) return watcher.status();
   {
     util::MutexLock l(db->watcher_mu_);
@@ -250,6 +257,18 @@ void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
         (void)c.Exec("RELEASE job");
       }
     }
+    if (sqlite3_get_autocommit(c.raw())) {
+      // SQLite rolled the whole transaction back itself (an I/O error or a
+      // full disk mid-statement): the jobs before this one lost their
+      // changes too. Nobody in the batch is acknowledged; nothing runs
+      // outside a transaction.
+      absl::Status lost = absl::UnavailableError(absl::StrCat(
+          "the transaction was rolled back by a storage error; nothing of this batch was "
+          "committed: ",
+          s.ok() ? absl::string_view("transaction ended") : s.message()));
+      for (auto& other : batch) other->result = lost;
+      return;
+    }
     j->result = s;
     if (s.ok()) {
       for (auto& h : c.on_commit_) hooks.push_back(std::move(h));
@@ -259,9 +278,23 @@ void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
   c.ResetAll();
   absl::Status commit = c.Exec("COMMIT");
   if (!commit.ok()) {
+    const int code = sqlite3_extended_errcode(c.raw());
     (void)c.Exec("ROLLBACK");
-    absl::Status err = absl::InternalError(absl::StrCat(
-        "commit failed; durability in doubt, refusing further writes: ", commit.message()));
+    if ((code & 0xff) == SQLITE_FULL) {
+      // Nothing of this batch reached the log (no commit record), and a full
+      // disk says nothing about what was synced before: refuse this batch
+      // only; writes work again once there is space.
+      for (auto& j : batch) j->result = commit;
+      return;
+    }
+    // An I/O error while committing (writing or syncing the log): whether
+    // earlier pages reached the disk is unknown, and a later successful sync
+    // would not prove it. Refuse every write until the file is reopened,
+    // which recovers from what is really on disk.
+    absl::Status err = absl::UnavailableError(absl::StrCat(
+        "storage: commit failed, durability in doubt; refusing writes until the database is "
+        "reopened (restart the process): ",
+        commit.message()));
     {
       util::MutexLock l(mu_);
       sticky_ = err;
@@ -283,7 +316,8 @@ absl::Status Database::Read(ReadFn fn) {
     }
   }
   if (!c) {
-    auto o = Conn::Open(options_.path, false, options_.busy_timeout_ms, options_.synchronous);
+    auto o = Conn::Open(options_.path, false, options_.busy_timeout_ms, options_.synchronous,
+                        options_.vfs);
     if (!o.ok()) return o.status();
     c = *std::move(o);
     (void)c->Exec("PRAGMA query_only=ON");

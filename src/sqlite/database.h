@@ -65,8 +65,11 @@ class Stmt {
 class Conn {
  public:
   ~Conn();
+  // `vfs`: a registered SQLite VFS name ("" = the default; tests register a
+  // fault-injecting one, tests/support/fault_vfs.h).
   static absl::StatusOr<std::unique_ptr<Conn>> Open(const std::string& path, bool readonly,
-                                                    int busy_timeout_ms, const std::string& sync);
+                                                    int busy_timeout_ms, const std::string& sync,
+                                                    const std::string& vfs = "");
   // Prepares (or reuses) `sql`; the statement is reset and its bindings cleared.
   absl::StatusOr<Stmt> Prepare(std::string_view sql);
   absl::Status Exec(std::string_view sql);  // one or more statements, no results
@@ -100,6 +103,7 @@ struct DatabaseOptions {
   int busy_timeout_ms = 30000;       // wait for other processes' write locks
   int max_batch = 512;               // callers merged into one commit at most
   int read_connections = 8;          // pooled read connections (created lazily)
+  std::string vfs;                   // SQLite VFS name; "" = the default (tests inject faults)
 };
 
 class Database {
