@@ -64,6 +64,19 @@ sim: bootstrap $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target sim_run
 	$(BUILD)/tests/sim_run --seeds $(FIRST)..$$(( $(FIRST) + $(SEEDS) - 1 )) --jobs $(JOBS)
 
+# Power-loss campaign (docs/TESTING.md "Power loss"): CRASH_SEEDS runs of
+# CRASH_ROUNDS random power cuts each, every run on its own file and seed.
+CRASH_SEEDS ?= 10
+CRASH_ROUNDS ?= 200
+.PHONY: crash-campaign
+crash-campaign: bootstrap $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target unit_sqlite_power_loss_test
+	@for s in $$(seq 1 $(CRASH_SEEDS)); do \
+	  echo "== power-loss seed $$s ($(CRASH_ROUNDS) cuts)"; \
+	  OUTBOX_POWER_SEED=$$s OUTBOX_POWER_CUTS=$(CRASH_ROUNDS) $(BUILD)/tests/unit_sqlite_power_loss_test \
+	    --gtest_brief=1 | grep -E "power loss|FAILED|Failure" || exit 1; \
+	done
+
 FUZZ_SECONDS ?= 60
 fuzz: bootstrap
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOUTBOX_FUZZ=ON -DOUTBOX_BENCH=OFF $(CMAKE_FLAGS)
