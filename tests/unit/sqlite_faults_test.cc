@@ -21,6 +21,7 @@
 #include "sqlite/database.h"
 #include "store/sqlite/sqlite_store.h"
 #include "support/fault_vfs.h"
+#include "support/sqlite_integrity.h"
 #include "support/temp_dir.h"
 
 namespace outbox {
@@ -68,22 +69,7 @@ class StorageFaults : public ::testing::Test {
                            Value::M({{"token", Value::S(token)}}), {}, eo);
     return r;
   }
-  std::string IntegrityCheck() {
-    std::string out;
-    EXPECT_TRUE(db_->Read([&](sqlite::Conn& c) {
-                     auto st = c.Prepare("PRAGMA integrity_check");
-                     if (!st.ok()) return st.status();
-                     while (true) {
-                       auto row = st->Step();
-                       if (!row.ok()) return row.status();
-                       if (!*row) break;
-                       out += std::string(st->ColumnText(0));
-                     }
-                     return absl::OkStatus();
-                   })
-                    .ok());
-    return out;
-  }
+  std::string IntegrityCheck() { return testing_support::IntegrityCheck(*db_); }
   // token -> how many events of the log carry it.
   std::map<std::string, int> TokensInLog(const std::string& tenant = "t") {
     std::map<std::string, int> out;

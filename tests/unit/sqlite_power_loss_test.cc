@@ -30,6 +30,7 @@
 #include "sqlite/database.h"
 #include "store/sqlite/sqlite_store.h"
 #include "support/fault_vfs.h"
+#include "support/sqlite_integrity.h"
 #include "support/temp_dir.h"
 
 namespace outbox {
@@ -124,22 +125,7 @@ class PowerLoss : public ::testing::Test {
     store_.reset();
     db_.reset();
   }
-  std::string IntegrityCheck() {
-    std::string out;
-    EXPECT_TRUE(db_->Read([&](sqlite::Conn& c) {
-                     auto st = c.Prepare("PRAGMA integrity_check");
-                     if (!st.ok()) return st.status();
-                     while (true) {
-                       auto row = st->Step();
-                       if (!row.ok()) return row.status();
-                       if (!*row) break;
-                       out += std::string(st->ColumnText(0));
-                     }
-                     return absl::OkStatus();
-                   })
-                    .ok());
-    return out;
-  }
+  std::string IntegrityCheck() { return testing_support::IntegrityCheck(*db_); }
   int64_t Runs(const std::string& key) {
     GetRequest g;
     g.table = "effects";
