@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fmt/format.h"
+#include "util/crash_point.h"
 
 namespace outbox::sqlite {
 
@@ -280,6 +281,9 @@ void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
   if (!commit.ok()) {
     const int code = sqlite3_extended_errcode(c.raw());
     (void)c.Exec("ROLLBACK");
+    // The bug this branch exists to prevent, for the simulation's mutation
+    // check (test builds only): the callers keep their OK.
+    if (OUTBOX_MUTATION(kAckFailedCommit)) return;
     if ((code & 0xff) == SQLITE_FULL) {
       // Nothing of this batch reached the log (no commit record), and a full
       // disk says nothing about what was synced before: refuse this batch

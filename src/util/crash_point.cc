@@ -1,5 +1,6 @@
 #include "util/crash_point.h"
 
+#include <iterator>
 #include <utility>
 
 // Test builds only (OUTBOX_CRASH_POINTS): a release library has no hook, no
@@ -31,14 +32,15 @@ void Hit(std::string_view point) {
 namespace outbox::testing {
 namespace {
 std::atomic<Mutation> g_mutation{Mutation::kNone};
-constexpr std::string_view kNames[] = {"none", "claim_only_if_absent", "dead_on_first_failure"};
+constexpr std::string_view kNames[] = {"none", "claim_only_if_absent", "dead_on_first_failure",
+                                       "ack_failed_commit"};
 }  // namespace
 
 void SetMutation(Mutation m) { g_mutation = m; }
 Mutation ActiveMutation() { return g_mutation.load(); }
 std::string_view MutationName(Mutation m) { return kNames[static_cast<int>(m)]; }
 bool ParseMutation(std::string_view s, Mutation* out) {
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < static_cast<int>(std::size(kNames)); ++i) {
     if (kNames[i] == s) {
       *out = static_cast<Mutation>(i);
       return true;

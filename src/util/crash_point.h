@@ -54,11 +54,15 @@ enum class Mutation {
   // The worker marks DEAD (and deletes the message) on the first handler
   // failure, retryable or not.
   kDeadOnFirstFailure,
+  // sqlite::Database acknowledges the jobs of a batch whose COMMIT failed
+  // (an I/O error or a full disk): the storage-fault check of the simulation.
+  kAckFailedCommit,
 };
 
 void SetMutation(Mutation m);
 Mutation ActiveMutation();
-std::string_view MutationName(Mutation m);  // none | claim_only_if_absent | dead_on_first_failure
+std::string_view MutationName(
+    Mutation m);  // none | claim_only_if_absent | dead_on_first_failure | ack_failed_commit
 bool ParseMutation(std::string_view s, Mutation* out);
 
 }  // namespace outbox::testing

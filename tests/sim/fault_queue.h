@@ -15,6 +15,9 @@ class FaultQueue final : public Queue {
  public:
   FaultQueue(Queue* inner, Faults* faults) : inner_(inner), f_(faults) {}
 
+  // After a restart: the same decorator (and its record) over the reopened queue.
+  void Rebind(Queue* inner) { inner_ = inner; }
+
   // body -> highest ApproximateReceiveCount delivered to a worker.
   std::map<std::string, int64_t> max_receive_count;
 

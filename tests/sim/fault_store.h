@@ -28,6 +28,8 @@ class FaultStore final : public SqliteStore {
   bool relay_crashed = false;
   bool emitter_crashed = false;
   int64_t ambiguous_completions = 0;  // inbox completions committed but reported as failed
+  // After a restart: the same decorator (and its counters) over the reopened store.
+  void Rebind(SqliteStore* inner) { inner_ = inner; }
   // Called before each emit: the next events-table transaction is a first attempt.
   void NewEmit() { emit_retry_ = false; }
 

@@ -29,6 +29,8 @@ enum class FaultKind {
   kLeaseExpiry,     // the lease runs out while the handler runs; another worker takes over
   kRedrive,         // an operator redrive at a random moment
   kReplay,          // an operator replay (re-enqueue of a tenant's seq range) at a random moment
+  kDisk,            // a storage fault under SQLite (tests/support/fault_vfs.h): an I/O error on
+                    // read, write or fsync, or a full disk, at one of the next file operations
   kCount,
 };
 std::string_view FaultKindName(FaultKind k);
@@ -42,7 +44,10 @@ struct FaultEvent {
 
 class Faults {
  public:
-  explicit Faults(uint64_t seed) : rng_(seed) {}
+  // Storage faults draw from a generator of their own, so a run with them off
+  // (--no-disk-faults, or the level drawn "off") makes exactly the other
+  // decisions it made before they existed: pinned seeds keep their schedules.
+  explicit Faults(uint64_t seed) : rng_(seed), disk_rng_(seed ^ 0x6469736b6661756cULL) {}
 
   std::mt19937_64& rng() { return rng_; }
   uint64_t Next() { return rng_(); }
@@ -57,14 +62,23 @@ class Faults {
   void set_suppressed(std::set<int> s) { suppressed_ = std::move(s); }
 
   // Draws the fault decision for `kind` at `where`. Always consumes one draw.
-  bool Inject(FaultKind kind, std::string_view where) {
-    double u = Unit();
+  bool Inject(FaultKind kind, std::string_view where) { return InjectWith(rng_, kind, where); }
+  // The storage-fault stream (kDisk decisions and their details).
+  bool InjectDisk(std::string_view where) { return InjectWith(disk_rng_, FaultKind::kDisk, where); }
+  uint64_t DiskBelow(uint64_t n) { return n ? disk_rng_() % n : 0; }
+  double DiskUnit() { return std::uniform_real_distribution<double>(0, 1)(disk_rng_); }
+
+ private:
+  bool InjectWith(std::mt19937_64& rng, FaultKind kind, std::string_view where) {
+    double u = std::uniform_real_distribution<double>(0, 1)(rng);
     if (!enabled_ || u >= prob_[static_cast<int>(kind)]) return false;
     FaultEvent e{static_cast<int>(schedule_.size()) + 1, kind, std::string(where), false};
     e.suppressed = suppressed_.count(e.index) > 0;
     schedule_.push_back(e);
     return !e.suppressed;
   }
+
+ public:
   const std::vector<FaultEvent>& schedule() const { return schedule_; }
   int injected() const {
     int n = 0;
@@ -74,6 +88,7 @@ class Faults {
 
  private:
   std::mt19937_64 rng_;
+  std::mt19937_64 disk_rng_;
   double prob_[static_cast<int>(FaultKind::kCount)] = {};
   bool enabled_ = true;
   std::set<int> suppressed_;

@@ -30,6 +30,7 @@
 #include "store/sqlite/sqlite_store.h"
 #include "tests/sim/fault_queue.h"
 #include "tests/sim/fault_store.h"
+#include "tests/support/fault_vfs.h"
 #include "util/sha256.h"
 
 namespace outbox::sim {
@@ -95,6 +96,18 @@ class World {
   void NewRelay();
   void NewWorker(size_t i);
   void RetireWorker(size_t i);
+  absl::Status OpenStorage();
+
+  // ---- storage faults ----
+  // What the oracle counts before an action under an armed storage fault, to
+  // tell after a restart what the failed commit really left on disk.
+  struct Tally {
+    int64_t events = 0, acked = 0, progress = 0, forwarded = 0, completed = 0, ok = 0, silent = 0;
+  };
+  Tally Count();
+  template <typename Action>
+  void UnderDiskFault(const char* what, Action action);
+  void Restart(const Tally& before);
 
   // ---- actions ----
   void Step();
@@ -171,6 +184,12 @@ class World {
   int corr_ = 0;
   int dup_n_ = 0;
   std::map<std::string, int> crashes_;
+  // Storage faults: how many fired, how many restarts they forced, and what
+  // failed commits nevertheless left on disk (an fsync error after the log
+  // write: the commit is there though its caller saw an error).
+  int disk_fired_ = 0, disk_restarts_ = 0;
+  int64_t disk_unacked_events_ = 0, disk_unreported_forwards_ = 0, disk_unreported_completions_ = 0;
+  std::map<std::string, std::string> acked_;  // "<tenant>:<seq>" -> event id of every ok emit
   int64_t relay_forwarded_ = 0, engine_events_ = 0, worker_ok_ = 0;
 
   // handler history, keyed "<sub>|<tenant>:<seq>"
@@ -218,17 +237,28 @@ void World::Draw() {
   f_.prob(FaultKind::kDuplicate) = level(0.02, 0.05);
   f_.prob(FaultKind::kRedrive) = level(0.01, 0.03);
   f_.prob(FaultKind::kReplay) = level(0.01, 0.02);
+  // Storage faults, drawn from their own stream (Faults::InjectDisk): off, low
+  // or high per process action.
+  if (cfg_.disk_faults) {
+    const uint64_t l = f_.DiskBelow(3);
+    f_.prob(FaultKind::kDisk) = l == 0 ? 0.0 : l == 1 ? 0.01 : 0.04;
+  }
   T(fmt::format(
       "config tenants={} events={} workers={} max_attempts={} max_receive={} batch={} "
       "relay_batch={}",
       tenants_, target_events_, nworkers_, max_attempts_, max_receive_, batch_, relay_batch_));
 }
 
-absl::Status World::Setup() {
+// The database on the fault VFS (a pass-through until a storage fault is
+// armed), synchronous=FULL so every commit syncs its log (on tmpfs an fsync
+// costs nothing, and it is what a storage fault can fail).
+absl::Status World::OpenStorage() {
+  testing_support::FaultVfs::Register();
   sqlite::DatabaseOptions o;
   o.path = dir_.file("sim.db");
-  o.synchronous = "OFF";
+  o.synchronous = "FULL";
   o.read_connections = 2;
+  o.vfs = testing_support::FaultVfs::kName;
   auto db = sqlite::Database::Open(o);
   if (!db.ok()) return db.status();
   db_ = *db;
@@ -240,6 +270,11 @@ absl::Status World::Setup() {
   auto q = SqliteQueue::Open(db_, &clock_);
   if (!q.ok()) return q.status();
   real_queue_ = std::move(*q);
+  return absl::OkStatus();
+}
+
+absl::Status World::Setup() {
+  if (auto s = OpenStorage(); !s.ok()) return s;
   store_ = std::make_unique<FaultStore>(real_store_.get(), &f_, kEvents, kInbox);
   queue_ = std::make_unique<FaultQueue>(real_queue_.get(), &f_);
   inbox_ = std::make_unique<Inbox>(store_.get(), &clock_);
@@ -331,6 +366,111 @@ void World::NewWorker(size_t i) {
 void World::RetireWorker(size_t i) {
   worker_ok_ += workers_[i]->metrics().handler_ok.load();
   workers_[i].reset();
+}
+
+// ---- storage faults ------------------------------------------------------------------
+
+World::Tally World::Count() {
+  Tally t;
+  Inbox oracle(real_store_.get(), &clock_);  // unfaulted: no draw from the fault stream
+  for (const std::string& tenant : Tenants()) {
+    auto log = Log(tenant);
+    t.events += static_cast<int64_t>(log.size());
+    t.progress += RelayedUpTo(tenant);
+    for (const Envelope& e : log) {
+      for (const Subscription* sub : router_.Match(e, Lane::kDurable)) {
+        auto row = oracle.Get(InboxKey{e.id, sub->name, tenant});
+        if (row.ok() && *row && (*row)->status == InboxStatus::kCompleted) ++t.completed;
+      }
+    }
+  }
+  t.acked = static_cast<int64_t>(acked_.size());
+  t.forwarded = relay_forwarded_ + (relay_ ? relay_->metrics().forwarded.load() : 0);
+  t.ok = worker_ok_;
+  for (auto& w : workers_) t.ok += w ? w->metrics().handler_ok.load() : 0;
+  t.silent = crashes_["worker.after_complete_before_delete"] + store_->ambiguous_completions;
+  return t;
+}
+
+// Runs one action of a process with (sometimes) a storage fault armed under
+// SQLite: the nth read, write or fsync from now fails with an I/O error, or
+// the nth write finds the disk full. When the database is left refusing
+// writes (an I/O error while committing: durability in doubt), every process
+// restarts on the reopened file, as an orchestrator would restart them on
+// /readyz's storage_failed.
+template <typename Action>
+void World::UnderDiskFault(const char* what, Action action) {
+  using testing_support::FaultVfs;
+  if (!f_.InjectDisk(std::string("disk ") + what)) {
+    action();
+    return;
+  }
+  static constexpr FaultVfs::Kind kKinds[] = {FaultVfs::Kind::kRead, FaultVfs::Kind::kWrite,
+                                              FaultVfs::Kind::kSync, FaultVfs::Kind::kFull};
+  static constexpr const char* kNames[] = {"read error", "write error", "fsync error", "disk full"};
+  static constexpr const char* kOps[] = {"read", "write", "fsync", "write"};
+  const size_t k = f_.DiskBelow(4);
+  const int nth = 1 + static_cast<int>(f_.DiskBelow(8));
+  const Tally before = Count();
+  T(fmt::format("disk {} armed for the {} (operation {} from now)", kNames[k], what, nth));
+  FaultVfs::Arm(kKinds[k], nth);
+  action();
+  const bool fired = FaultVfs::fired() > 0;
+  FaultVfs::Clear();
+  if (fired) ++disk_fired_;
+  const absl::Status refused = db_->sticky_error();
+  T(fmt::format("disk {} at {} {}{}", kNames[k], kOps[k], fired ? "fired" : "did not fire",
+                refused.ok() ? "" : ": the database refuses writes until reopened"));
+  if (!refused.ok()) Restart(before);
+}
+
+// Every process stops, the file is reopened (SQLite recovers what is on
+// disk), every process starts again. Then what the failed commit left is
+// measured against what the processes reported: an unacknowledged emit, an
+// unreported forward or completion may be there (the commit reached the log
+// before the fsync failed); an acknowledged one missing is a violation.
+void World::Restart(const Tally& before) {
+  ++disk_restarts_;
+  const bool armed = crash_armed_;
+  crash_armed_ = false;
+  for (size_t i = 0; i < workers_.size(); ++i) RetireWorker(i);
+  if (relay_) relay_forwarded_ += relay_->metrics().forwarded.load();
+  relay_.reset();
+  ops_.reset();
+  if (engine_) engine_events_ += engine_->metrics().events.load();
+  engine_.reset();
+  inbox_.reset();
+  real_store_.reset();
+  real_queue_.reset();
+  db_.reset();
+  if (auto s = OpenStorage(); !s.ok()) {
+    Violation("restart after a storage fault: reopening failed: " + s.ToString());
+    std::abort();  // nothing can run on; the campaign reports the dead child
+  }
+  store_->Rebind(real_store_.get());
+  queue_->Rebind(real_queue_.get());
+  inbox_ = std::make_unique<Inbox>(store_.get(), &clock_);
+  NewEngine();
+  NewRelay();
+  for (size_t i = 0; i < workers_.size(); ++i) NewWorker(i);
+  const Tally now = Count();
+  const int64_t events = (now.events - before.events) - (now.acked - before.acked);
+  const int64_t forwards = (now.progress - before.progress) - (now.forwarded - before.forwarded);
+  const int64_t completions =
+      (now.completed - before.completed) - (now.ok - before.ok) - (now.silent - before.silent);
+  T(fmt::format("restart: on disk beyond what was reported: events={} forwards={} completions={}",
+                events, forwards, completions));
+  if (events < 0) Violation(fmt::format("storage fault: {} acknowledged emit(s) lost", -events));
+  if (forwards < 0)
+    Violation(fmt::format("storage fault: {} forward(s) counted by the relay are not on disk",
+                          -forwards));
+  if (completions < 0)
+    Violation(fmt::format("storage fault: {} completion(s) counted by a worker are not on disk",
+                          -completions));
+  disk_unacked_events_ += std::max<int64_t>(0, events);
+  disk_unreported_forwards_ += std::max<int64_t>(0, forwards);
+  disk_unreported_completions_ += std::max<int64_t>(0, completions);
+  crash_armed_ = armed;
 }
 
 // ---- oracle reads -------------------------------------------------------------------
@@ -467,6 +607,13 @@ void World::DoEmit() {
   RequestContext ctx{tenant, fmt::format("c{}", ++corr_), "sim"};
   auto r = engine_->Emit(ctx, type, Value::M({{"n", Value::N(int64_t{corr_})}}));
   if (r.ok()) {
+    auto [it, fresh] = acked_.try_emplace(Alias(tenant, r->seq), r->id);
+    if (!fresh && it->second != r->id) {
+      Violation(
+          fmt::format("{} acknowledged twice (ids {} and {}): the first acknowledged emit "
+                      "is not in the log",
+                      it->first, it->second, r->id));
+    }
     T(fmt::format("emit {} {} -> {}", type, tenant, Alias(tenant, r->seq)));
   } else {
     T(fmt::format("emit {} {} -> {}", type, tenant, absl::StatusCodeToString(r.status().code())));
@@ -705,11 +852,12 @@ void World::Step() {
   uint64_t w_emit = emitted_attempts_ < target_events_ ? 3 : 0;
   uint64_t r = f_.Below(w_emit + 3 + 6 + 2);
   if (r < w_emit) {
-    DoEmit();
+    UnderDiskFault("emit", [this] { DoEmit(); });
   } else if (r < w_emit + 3) {
-    DoRelay();
+    UnderDiskFault("relay", [this] { DoRelay(); });
   } else if (r < w_emit + 9) {
-    DoWorker(f_.Below(nworkers_));
+    const size_t i = f_.Below(nworkers_);
+    UnderDiskFault("worker", [this, i] { DoWorker(i); });
   } else {
     auto d = absl::Seconds(1 + static_cast<int64_t>(f_.Below(40)));
     clock_.Advance(d);
@@ -864,15 +1012,28 @@ void World::CheckFinal() {
   int64_t engine_ev = engine_events_ + engine_->metrics().events.load();
   int64_t ok = worker_ok_;
   for (auto& w : workers_) ok += w->metrics().handler_ok.load();
-  if (relay_fwd != total_events) {
-    Violation(fmt::format("metrics: relay forwarded {} but the log holds {} events", relay_fwd,
-                          total_events));
+  if (relay_fwd + disk_unreported_forwards_ != total_events) {
+    Violation(
+        fmt::format("metrics: relay forwarded {} (+{} unreported) but the log holds {} events",
+                    relay_fwd, disk_unreported_forwards_, total_events));
   }
-  if (engine_ev != total_events) {
-    Violation(fmt::format("metrics: engine counted {} events but the log holds {}", engine_ev,
-                          total_events));
+  if (engine_ev + disk_unacked_events_ != total_events) {
+    Violation(
+        fmt::format("metrics: engine counted {} events (+{} unacknowledged) but the log holds {}",
+                    engine_ev, disk_unacked_events_, total_events));
   }
-  int64_t silent = crashes_["worker.after_complete_before_delete"] + store_->ambiguous_completions;
+  // Every acknowledged emit is in the log, under the id it was acknowledged with.
+  for (const auto& [alias, id] : acked_) {
+    const size_t colon = alias.find(':');
+    const std::string tenant = alias.substr(0, colon);
+    const int64_t seq = std::stoll(alias.substr(colon + 1));
+    auto log = Log(tenant);
+    if (seq > static_cast<int64_t>(log.size()) || log[seq - 1].id != id) {
+      Violation(fmt::format("acknowledged emit {} ({}) is not in the log", alias, id));
+    }
+  }
+  int64_t silent = crashes_["worker.after_complete_before_delete"] + store_->ambiguous_completions +
+                   disk_unreported_completions_;
   if (ok + silent != completed_rows) {
     Violation(fmt::format(
         "metrics: workers counted {} completions (+{} unreported) but {} inbox rows are COMPLETED",
@@ -888,6 +1049,7 @@ SimResult World::Run() {
   SimResult res;
   res.seed = cfg_.seed;
   res.real_ops = cfg_.real_ops;
+  res.disk_faults = cfg_.disk_faults;
   testing::SetMutation(cfg_.mutation);
   f_.set_suppressed(cfg_.drop);
   Draw();
@@ -945,6 +1107,8 @@ SimResult World::Run() {
     CheckFinal();
   }
   for (const auto& [k, n] : crashes_) res.crashes += n;
+  res.disk_fired = disk_fired_;
+  res.disk_restarts = disk_restarts_;
   res.violations = violations_;
   res.ok = violations_.empty();
   res.schedule = f_.schedule();

@@ -20,11 +20,13 @@ struct SimConfig {
   bool trace = false;  // keep the full trace text in the result
   bool real_ops =
       false;  // redrive/replay through ops::Ops (else the simulation's crash-safe redrive)
+  bool disk_faults = true;  // storage faults under SQLite (FaultKind::kDisk); off: --no-disk-faults
 };
 
 struct SimResult {
   uint64_t seed = 0;
   bool real_ops = false;
+  bool disk_faults = true;
   bool ok = true;
   std::vector<std::string> violations;
   std::string trace_hash;  // SHA-256 of the trace (ids aliased; independent of random ids)
@@ -34,6 +36,8 @@ struct SimResult {
   int steps = 0;
   int events = 0;  // events committed
   int crashes = 0;
+  int disk_fired = 0;     // storage faults that hit a file operation
+  int disk_restarts = 0;  // of those, the ones that left the database refusing writes (restart)
 };
 
 SimResult RunSim(const SimConfig& config);

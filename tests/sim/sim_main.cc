@@ -6,8 +6,9 @@
 //                                             core); exit 1 if any seed fails
 //   sim_run --seed-list 5,9,201227            the same over listed seeds (the regression set)
 //   sim_run --seed N --shrink                 drops faults one by one while the failure persists
-//   --mutation claim_only_if_absent|dead_on_first_failure
+//   --mutation claim_only_if_absent|dead_on_first_failure|ack_failed_commit
 //   --expect-failure                          exit 0 only if some seed fails (mutation checks)
+//   --no-disk-faults                          no storage faults (the schedules pinned seeds had)
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,12 +39,13 @@ void PrintFailure(const sim::SimResult& r, std::FILE* out = stdout) {
     fmt::print(out, "    #{} {} at {}{}\n", f.index, sim::FaultKindName(f.kind), f.where,
                f.suppressed ? " (dropped)" : "");
   }
-  fmt::print(out, "  replay: tests/sim/run --seed {}{}\n", r.seed, r.real_ops ? " --ops real" : "");
+  fmt::print(out, "  replay: tests/sim/run --seed {}{}{}\n", r.seed,
+             r.real_ops ? " --ops real" : "", r.disk_faults ? "" : " --no-disk-faults");
 }
 
 // What one worker process of a campaign reports to the parent.
 struct Tally {
-  int64_t runs = 0, failed = 0, faults = 0, crashes = 0;
+  int64_t runs = 0, failed = 0, faults = 0, crashes = 0, disk_fired = 0, disk_restarts = 0;
 };
 
 // Runs `seeds` in `jobs` forked processes (the crash-point hook, the mutation
@@ -52,7 +54,7 @@ struct Tally {
 // file of its own and its tally as the file's last line; the parent prints
 // failures in child order and a progress line on a terminal.
 Tally RunCampaign(const std::vector<uint64_t>& seeds, int jobs, testing::Mutation m, bool real_ops,
-                  bool stop_at_first_failure) {
+                  bool disk_faults, bool stop_at_first_failure) {
   jobs = std::max(1, std::min<int>(jobs, static_cast<int>(seeds.size())));
   std::vector<std::string> files;
   std::vector<pid_t> pids;
@@ -75,17 +77,21 @@ Tally RunCampaign(const std::vector<uint64_t>& seeds, int jobs, testing::Mutatio
       std::FILE* out = std::fopen(path, "w");
       Tally t;
       for (size_t i = static_cast<size_t>(j); i < seeds.size(); i += static_cast<size_t>(jobs)) {
-        sim::SimResult r = sim::RunSim(sim::SimConfig{seeds[i], m, {}, false, real_ops});
+        sim::SimResult r =
+            sim::RunSim(sim::SimConfig{seeds[i], m, {}, false, real_ops, disk_faults});
         t.runs++;
         t.faults += r.faults;
         t.crashes += r.crashes;
+        t.disk_fired += r.disk_fired;
+        t.disk_restarts += r.disk_restarts;
         if (!r.ok) {
           t.failed++;
           PrintFailure(r, out);
           if (stop_at_first_failure) break;
         }
       }
-      fmt::print(out, "TALLY {} {} {} {}\n", t.runs, t.failed, t.faults, t.crashes);
+      fmt::print(out, "TALLY {} {} {} {} {} {}\n", t.runs, t.failed, t.faults, t.crashes,
+                 t.disk_fired, t.disk_restarts);
       std::fclose(out);
       _exit(0);
     }
@@ -100,12 +106,14 @@ Tally RunCampaign(const std::vector<uint64_t>& seeds, int jobs, testing::Mutatio
     bool tallied = false;
     while (std::getline(in, line)) {
       Tally t;
-      if (std::sscanf(line.c_str(), "TALLY %ld %ld %ld %ld", &t.runs, &t.failed, &t.faults,
-                      &t.crashes) == 4) {
+      if (std::sscanf(line.c_str(), "TALLY %ld %ld %ld %ld %ld %ld", &t.runs, &t.failed, &t.faults,
+                      &t.crashes, &t.disk_fired, &t.disk_restarts) == 6) {
         total.runs += t.runs;
         total.failed += t.failed;
         total.faults += t.faults;
         total.crashes += t.crashes;
+        total.disk_fired += t.disk_fired;
+        total.disk_restarts += t.disk_restarts;
         tallied = true;
       } else {
         fmt::print("{}\n", line);
@@ -136,7 +144,7 @@ int main(int argc, char** argv) {
   CLI::App app{"outbox deterministic simulation"};
   uint64_t seed = 0;
   std::string seeds, mutation = "none", drop;
-  bool trace = false, shrink = false, expect_failure = false;
+  bool trace = false, shrink = false, expect_failure = false, no_disk = false;
   app.add_option("--seed", seed, "one seed");
   app.add_option("--seeds", seeds, "a range A..B (inclusive)");
   std::string seed_list;
@@ -144,13 +152,16 @@ int main(int argc, char** argv) {
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   app.add_option("--jobs,-j", jobs, "campaign processes (default: every core)")
       ->check(CLI::Range(1, 256));
-  app.add_option("--mutation", mutation, "none | claim_only_if_absent | dead_on_first_failure");
+  app.add_option("--mutation", mutation,
+                 "none | claim_only_if_absent | dead_on_first_failure | ack_failed_commit");
   std::string ops_mode = "real";
   app.add_option(
       "--ops", ops_mode,
       "real (ops::Ops redrive/replay, the default) | sim (the simulation's own redrive)");
   app.add_option("--drop", drop, "comma-separated fault numbers to suppress");
   app.add_flag("--trace", trace, "print the whole trace");
+  app.add_flag("--no-disk-faults", no_disk,
+               "no storage faults under SQLite (the schedules seeds had before they existed)");
   app.add_flag("--shrink", shrink, "with --seed: drop faults while the failure persists");
   app.add_flag("--expect-failure", expect_failure,
                "succeed only if some seed fails (mutation checks)");
@@ -158,10 +169,10 @@ int main(int argc, char** argv) {
 
   testing::Mutation m;
   if (!testing::ParseMutation(mutation, &m)) {
-    fmt::print(
-        stderr,
-        "--mutation: unknown value \"{}\" (none | claim_only_if_absent | dead_on_first_failure)\n",
-        mutation);
+    fmt::print(stderr,
+               "--mutation: unknown value \"{}\" (none | claim_only_if_absent | "
+               "dead_on_first_failure | ack_failed_commit)\n",
+               mutation);
     return 2;
   }
   if (ops_mode != "sim" && ops_mode != "real") {
@@ -205,12 +216,15 @@ int main(int argc, char** argv) {
   }
 
   if (seeds.empty() && list.empty()) {
-    sim::SimConfig c{seed, m, ParseDrop(drop), trace, real_ops};
+    sim::SimConfig c{seed, m, ParseDrop(drop), trace, real_ops, !no_disk};
     sim::SimResult r = sim::RunSim(c);
     if (trace) fmt::print("{}", r.trace);
     if (r.ok) {
-      fmt::print("ok seed={} trace={} faults={} crashes={} events={} steps={}\n", r.seed,
-                 r.trace_hash, r.faults, r.crashes, r.events, r.steps);
+      fmt::print(
+          "ok seed={} trace={} faults={} crashes={} events={} steps={} disk_fired={} "
+          "disk_restarts={}\n",
+          r.seed, r.trace_hash, r.faults, r.crashes, r.events, r.steps, r.disk_fired,
+          r.disk_restarts);
       return expect_failure ? 1 : 0;
     }
     PrintFailure(r);
@@ -220,15 +234,16 @@ int main(int argc, char** argv) {
         if (dropped.count(f.index)) continue;
         std::set<int> trial = dropped;
         trial.insert(f.index);
-        sim::SimResult t = sim::RunSim(sim::SimConfig{seed, m, trial, false, real_ops});
+        sim::SimResult t = sim::RunSim(sim::SimConfig{seed, m, trial, false, real_ops, !no_disk});
         if (!t.ok) dropped = trial;
       }
-      sim::SimResult t = sim::RunSim(sim::SimConfig{seed, m, dropped, false, real_ops});
+      sim::SimResult t = sim::RunSim(sim::SimConfig{seed, m, dropped, false, real_ops, !no_disk});
       std::string list;
       for (int d : dropped) list += (list.empty() ? "" : ",") + std::to_string(d);
       fmt::print(
-          "shrunk: {} of {} faults still fail; replay: tests/sim/run --seed {} --drop {}{}\n",
-          t.faults, r.faults, seed, list, real_ops ? " --ops real" : "");
+          "shrunk: {} of {} faults still fail; replay: tests/sim/run --seed {} --drop {}{}{}\n",
+          t.faults, r.faults, seed, list, real_ops ? " --ops real" : "",
+          no_disk ? " --no-disk-faults" : "");
       PrintFailure(t);
     }
     return expect_failure ? 0 : 1;
@@ -240,15 +255,15 @@ int main(int argc, char** argv) {
   const std::string what = seed_list.empty() ? fmt::format("seeds {}..{}", lo, hi)
                                              : fmt::format("seed list ({} seeds)", list.size());
   auto start = std::chrono::steady_clock::now();
-  Tally t = RunCampaign(list, jobs, m, real_ops, expect_failure);
+  Tally t = RunCampaign(list, jobs, m, real_ops, !no_disk, expect_failure);
   const int64_t failed = t.failed;
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double n = static_cast<double>(std::max<int64_t>(1, t.runs));
   fmt::print(
       "{} mutation={}: {} failed; {} runs on {} processes, {:.1f} s, {:.1f} seeds/s, {:.1f} "
-      "faults/run, {:.2f} crashes/run\n",
+      "faults/run, {:.2f} crashes/run; storage faults: {} fired, {} restarts{}\n",
       what, mutation, failed, t.runs, std::min<size_t>(jobs, list.size()), secs, t.runs / secs,
-      t.faults / n, t.crashes / n);
+      t.faults / n, t.crashes / n, t.disk_fired, t.disk_restarts, no_disk ? " (off)" : "");
   if (expect_failure) {
     if (failed == 0) fmt::print("mutation {} was NOT caught by {}\n", mutation, what);
     return failed > 0 ? 0 : 1;
