@@ -101,6 +101,11 @@ struct VerifyResult {
   int64_t first_broken_seq = 0;  // 0 when intact
   ChainBreak reason = ChainBreak::kNone;
   std::string detail;
+  // Retention (Ops::ApplyRetention): events 1..anchor_seq were removed; the
+  // chain was verified from anchor_seq + 1, whose prev_hash must be
+  // anchor_hash (the hash of the last removed event). 0 when none were.
+  int64_t anchor_seq = 0;
+  std::string anchor_hash;
 };
 
 struct Head {

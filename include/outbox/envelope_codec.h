@@ -31,6 +31,9 @@ bool EventIdTime(std::string_view id, int64_t* ms);
 std::string EventPk(std::string_view tenant);  // TENANT#<t>#EVENT
 std::string HeadPk(std::string_view tenant);   // TENANT#<t>#HEAD
 std::string SeqSortKey(int64_t seq);           // 20 digits, zero-padded
+// The retention row (pk = HeadPk, sk = "RETENTION"): anchor_seq, anchor_hash
+// (the last removed event), settled_seq, removed_total, updated_at_ms.
+inline constexpr char kRetentionSortKey[] = "RETENTION";
 
 // JSON for people and HTTP: payload as plain JSON (numbers that do not fit an
 // int64 become doubles — use EnvelopeToJsonText for exact numbers).

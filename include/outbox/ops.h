@@ -293,6 +293,83 @@ struct ReplayResult {
   nlohmann::json ToJson() const;
 };
 
+// ---- retention and archives (docs/OPERATIONS.md "Retention") ------------------------
+
+// Removes the oldest events of each tenant once they are older than `keep`
+// and settled: every matching DURABLE subscription's inbox row is COMPLETED
+// or DEAD. Removal is a prefix of the log: it stops at the first event that
+// is too young or not settled. Before removing, the run (1) writes the range
+// to `archive_dir` when set (fsynced; nothing is removed if that fails),
+// (2) moves the tenant's chain anchor (the seq and hash of the last removed
+// event, in the retention row pk=TENANT#<t>#HEAD sk=RETENTION) so
+// VerifyChain verifies the retained suffix from it, (3) deletes the rows.
+// Settledness is recorded as a watermark (`settled_seq`) on every run, so an
+// event judged settled while its inbox rows existed stays removable after
+// the rows expire by TTL; an event whose rows are gone before any run saw it
+// settle blocks retention (reported), never removed unjudged.
+struct RetentionOptions {
+  absl::Duration keep = absl::InfiniteDuration();  // retention.events_days; infinite: judge only
+  std::vector<std::string> tenants;                // empty: every tenant
+  std::string archive_dir;                         // "": no archive
+  int64_t max_events = 0;                          // per tenant per run; 0: no limit
+  bool dry_run = false;                            // count; change nothing
+  absl::Status Validate() const;                   // InvalidArgument naming the field
+};
+
+struct RetentionTenantResult {
+  std::string tenant;
+  int64_t removed = 0;       // events removed by this run (dry run: that would be)
+  int64_t anchor_seq = 0;    // events 1..anchor_seq are gone (after this run)
+  int64_t settled_seq = 0;   // every event up to here is settled for every subscription
+  int64_t last_seq = 0;      // the head
+  int64_t kept_from = 0;     // the first event kept (0: none left)
+  std::string kept_because;  // why removal stopped at kept_from ("" when nothing is kept)
+  std::string archive;       // the archive file written ("" when none)
+  nlohmann::json ToJson() const;
+};
+
+struct RetentionResult {
+  bool dry_run = false;
+  int64_t removed = 0;
+  std::vector<RetentionTenantResult> tenants;
+  nlohmann::json ToJson() const;
+};
+
+// `outbox archive`: a tenant's seq range as JSON Lines (docs/OPERATIONS.md
+// "Archive format"): a header line {"outbox_archive":1, tenant, from_seq,
+// to_seq, events, prev_hash, last_hash, created_at}, then one event row per
+// line in DynamoDB JSON (the body a worker receives), in seq order.
+struct ArchiveRequest {
+  std::string tenant;
+  int64_t from_seq = 0;  // 0: the first event kept
+  int64_t to_seq = 0;    // 0: the head
+  std::string path;      // written to path.tmp, fsynced, then renamed
+  absl::Status Validate() const;
+};
+
+struct ArchiveResult {
+  std::string tenant, path;
+  int64_t from_seq = 0, to_seq = 0, events = 0;
+  std::string prev_hash;  // the hash the first event chains to (genesis for seq 1)
+  std::string last_hash;  // the hash of the last event
+  nlohmann::json ToJson() const;
+};
+
+// Re-verifies an archive from the file alone: the header, consecutive seqs,
+// every prev_hash linking to the previous event's hash (the first to the
+// header's prev_hash), every hash recomputed.
+struct ArchiveVerifyResult {
+  bool intact = true;
+  ArchiveResult archive;  // as the header and the lines say
+  int64_t first_broken_seq = 0;
+  int64_t line = 0;  // 1-based line of the first problem (0 when intact)
+  std::string detail;
+  nlohmann::json ToJson() const;
+};
+// NotFound / Unavailable when the file cannot be read; a malformed file is a
+// result with intact = false.
+absl::StatusOr<ArchiveVerifyResult> VerifyArchive(const std::string& path);
+
 class Ops {
  public:
   // Every pointer must outlive Ops. `router` may be null (then inbox counts
@@ -328,6 +405,12 @@ class Ops {
   absl::StatusOr<RedriveResult> Redrive(const DeadLetterFilter& selection,
                                         const RedriveOptions& o = {}, Progress progress = nullptr);
   absl::StatusOr<ReplayResult> Replay(const ReplayRequest& r, Progress progress = nullptr);
+
+  // Retention (needs the router: FailedPrecondition without one). `progress`
+  // is called after each tenant (done, total tenants).
+  absl::StatusOr<RetentionResult> ApplyRetention(const RetentionOptions& o,
+                                                 Progress progress = nullptr);
+  absl::StatusOr<ArchiveResult> Archive(const ArchiveRequest& r);
 
   // Adds scrape-time gauges to `r`: outbox_queue_depth, outbox_queue_in_flight,
   // outbox_queue_oldest_message_age_seconds, outbox_dlq_depth,

@@ -74,6 +74,10 @@ nlohmann::json VerifyJson(const VerifyResult& v) {
                    {"count", v.count},
                    {"last_seq", v.last_seq},
                    {"head_seq", v.head_seq}};
+  if (v.anchor_seq > 0) {
+    j["anchor_seq"] = v.anchor_seq;  // events 1..anchor_seq removed by retention
+    j["anchor_hash"] = v.anchor_hash;
+  }
   if (!v.chain_intact) {
     j["first_broken_seq"] = v.first_broken_seq;
     j["reason"] = std::string(ChainBreakName(v.reason));
@@ -238,8 +242,12 @@ void AddVerify(CLI::App& app) {
       if (a->output == "json") {
         results.push_back(VerifyJson(*v));
       } else if (v->chain_intact) {
-        std::cout << fmt::format("{}: intact, {} events, last seq {}\n", tenant, v->count,
-                                 v->last_seq);
+        std::cout << fmt::format(
+            "{}: intact, {} events, last seq {}{}\n", tenant, v->count, v->last_seq,
+            v->anchor_seq > 0
+                ? fmt::format(" (events 1..{} removed by retention; verified from the anchor)",
+                              v->anchor_seq)
+                : std::string());
       } else {
         std::cout << fmt::format("{}: BROKEN at seq {} ({}): {}\n", tenant, v->first_broken_seq,
                                  ChainBreakName(v->reason), v->detail);

@@ -101,15 +101,15 @@ bool IsLoopback(const std::string& host) {
 }
 
 absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
-  static const std::set<std::string> kTop = {"store",   "queue",       "relay",
-                                             "worker",  "ops",         "records",
-                                             "catalog", "event_types", "subscriptions"};
+  static const std::set<std::string> kTop = {"store",       "queue",        "relay",     "worker",
+                                             "ops",         "records",      "retention", "catalog",
+                                             "event_types", "subscriptions"};
   for (auto&& [k, v] : root) {
     if (!kTop.count(std::string(k.str()))) {
       return p.Error(
           v, std::string(k.str()),
           "unknown key; expected one of [store], [queue], [relay], [worker], [ops], [records], "
-          "[catalog], [[event_types]], [[subscriptions]]");
+          "[retention], [catalog], [[event_types]], [[subscriptions]]");
     }
   }
   const toml::node* store_remote_node = nullptr;  // store.endpoint / store.region
@@ -353,6 +353,31 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
       !s.ok()) {
     return s;
   }
+  if (auto s = p.Table(
+          root, "retention",
+          {{"events_days",
+            [&](const toml::node& v, const std::string& key) {
+              int64_t days = 0;
+              if (auto s = p.Int(v, key, 1, 36500, &days); !s.ok()) return s;
+              c->retention_events = absl::Hours(24 * days);
+              return absl::OkStatus();
+            }},
+           {"archive_dir", [&](const toml::node& v,
+                               const std::string& key) { return p.Str(v, key, &c->archive_dir); }},
+           {"interval_minutes",
+            [&](const toml::node& v, const std::string& key) {
+              int64_t m = 0;
+              if (auto s = p.Int(v, key, 1, 1440, &m); !s.ok()) return s;
+              c->retention_interval = absl::Minutes(m);
+              return absl::OkStatus();
+            }},
+           {"max_events_per_run",
+            [&](const toml::node& v, const std::string& key) {
+              return p.Int(v, key, 1, 10000000, &c->retention_max_events);
+            }}});
+      !s.ok()) {
+    return s;
+  }
   if (auto s =
           p.Table(root, "catalog",
                   {{"strict", [&](const toml::node& v,
@@ -362,6 +387,11 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
   }
 
   // Cross-key checks.
+  if (!c->archive_dir.empty() && !c->retention()) {
+    return p.Error(*root.get("retention"), "retention.archive_dir",
+                   "an archive is written when retention removes events: it needs "
+                   "retention.events_days");
+  }
   if (store_remote_node != nullptr && c->store_backend != "dynamodb") {
     return p.Error(*store_remote_node, "store.endpoint",
                    "store.endpoint and store.region need store.backend = \"dynamodb\"");

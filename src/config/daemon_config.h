@@ -78,6 +78,15 @@ struct DaemonConfig {
   std::string tenant_key_prefix = "TENANT#";
   std::string records_queue = "outbox-records";
 
+  // [retention] (docs/OPERATIONS.md "Retention"): events_days (default: keep
+  // forever) removes settled events older than the window behind a chain
+  // anchor; archive_dir writes each removed range first.
+  absl::Duration retention_events = absl::InfiniteDuration();
+  std::string archive_dir;
+  absl::Duration retention_interval = absl::Minutes(60);  // how often `outbox serve` runs it
+  int64_t retention_max_events = 10000;                   // per tenant per run
+  bool retention() const { return retention_events != absl::InfiniteDuration(); }
+
   // [catalog]
   bool strict = true;  // refuse to start on contract violations; refuse undeclared types
 

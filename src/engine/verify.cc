@@ -108,10 +108,39 @@ absl::StatusOr<VerifyResult> EngineImpl::VerifyChain(const std::string& tenant, 
 
   std::string prev(kGenesisHash);
   int64_t expected = 1;
+  // Retention removed events 1..anchor_seq: verify from the anchor (rows at
+  // or below it that a cut-off run left are not part of the chain any more).
+  GetRequest g;
+  g.table = options_.events_table;
+  g.key = Item{{"pk", Value::S(HeadPk(tenant))}, {"sk", Value::S(kRetentionSortKey)}};
+  g.consistent_read = true;
+  auto ret = store_->GetItem(g);
+  if (!ret.ok()) return ret.status();
+  if (ret->has_value()) {
+    const Item& it = **ret;
+    auto seq = it.find("anchor_seq");
+    auto hash = it.find("anchor_hash");
+    int64_t anchor = 0;
+    if (seq == it.end() || !seq->second.is(Type::N) || !seq->second.n().ToInt64(&anchor) ||
+        anchor < 0 || hash == it.end() || !hash->second.is(Type::S) ||
+        hash->second.s().size() != 64) {
+      fail(1, ChainBreak::kEdited, "the retention anchor row is malformed");
+    } else if (anchor > 0) {
+      res.anchor_seq = anchor;
+      res.anchor_hash = hash->second.s();
+      res.last_seq = anchor;
+      prev = res.anchor_hash;
+      expected = anchor + 1;
+    }
+  }
   QueryRequest q;
   q.table = options_.events_table;
   q.key_condition = "pk = :p";
   q.args.values = {{":p", Value::S(EventPk(tenant))}};
+  if (res.anchor_seq > 0) {
+    q.key_condition += " AND sk > :a";
+    q.args.values[":a"] = Value::S(SeqSortKey(res.anchor_seq));
+  }
   q.limit = kPageSize;
   q.consistent_read = true;
   while (res.chain_intact) {
@@ -159,9 +188,13 @@ absl::StatusOr<VerifyResult> EngineImpl::VerifyChain(const std::string& tenant, 
         break;
       }
       if (e->prev_hash != prev) {
-        fail(
-            pos, ChainBreak::kEdited,
-            fmt::format("prev_hash of event {} does not match the hash of event {}", pos, pos - 1));
+        fail(pos, ChainBreak::kEdited,
+             pos == res.anchor_seq + 1 && res.anchor_seq > 0
+                 ? fmt::format("prev_hash of event {} does not match the retention anchor "
+                               "(the hash of removed event {})",
+                               pos, res.anchor_seq)
+                 : fmt::format("prev_hash of event {} does not match the hash of event {}", pos,
+                               pos - 1));
         break;
       }
       std::string h = ComputeEventHash(*e);

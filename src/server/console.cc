@@ -215,6 +215,7 @@ void VerifyJobs::Run(std::shared_ptr<Job> job) {
                 {"events", r->count},      {"last_seq", r->last_seq},
                 {"head_seq", r->head_seq}, {"verified_at", ops::TimeText(clock_->Now())},
                 {"job", job->id}};
+    if (r->anchor_seq > 0) res["anchor_seq"] = r->anchor_seq;  // 1..anchor_seq removed
     if (!r->chain_intact) {
       res["first_broken_seq"] = r->first_broken_seq;
       res["chain_break"] = std::string(ChainBreakName(r->reason));

@@ -31,6 +31,7 @@
 #include "server/console.h"
 #include "server/http_util.h"
 #include "server/ops_routes.h"
+#include "server/retention_loop.h"
 #include "server/webhook.h"
 #include "spdlog/spdlog.h"
 #include "store/sqlite/sqlite_store.h"
@@ -71,6 +72,7 @@ struct Daemon::Impl {
   std::unique_ptr<VerifyJobs> verify;
   std::unique_ptr<MetricsHistory> history;
   ConsoleContext console;
+  std::unique_ptr<RetentionLoop> retention;  // when retention.events_days is set
 
   // HTTP, or HTTPS with ops.tls_cert / ops.tls_key (made in Daemon::Open).
   std::unique_ptr<httplib::Server> server;
@@ -251,6 +253,14 @@ absl::Status Daemon::Impl::OpenAll() {
   ops::RegisterRelayMetrics(&registry, *relay);
   ops::RegisterWorkerMetrics(&registry, worker->metrics());
   RegisterWebhookMetrics(&registry, &webhooks);
+  if (cfg.retention()) {
+    ops::RetentionOptions ro;
+    ro.keep = cfg.retention_events;
+    ro.archive_dir = cfg.archive_dir;
+    ro.max_events = cfg.retention_max_events;
+    retention = std::make_unique<RetentionLoop>(ops.get(), ro, cfg.retention_interval);
+    retention->RegisterMetrics(&registry);
+  }
   return absl::OkStatus();
 }
 
@@ -703,6 +713,7 @@ absl::Status Daemon::Start() {
   d.listen_thread = std::thread([&d] { d.server->listen_after_bind(); });
   while (!d.server->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   d.history->Start();
+  if (d.retention) d.retention->Start();
   d.ready.store(true);
   spdlog::info(
       "serve: listening on {}://{}:{} (store {}, queue {}{}, relay {} ({}), {} subscription(s), "
@@ -721,6 +732,7 @@ void Daemon::Stop() {
   d.ready.store(false);
   spdlog::info(
       "serve: stopping: no new requests; draining the relay and the worker's batch in flight");
+  if (d.retention) d.retention->Stop();
   // 1. Intake: close the listener; requests in progress finish.
   d.server->stop();
   if (d.listen_thread.joinable()) d.listen_thread.join();

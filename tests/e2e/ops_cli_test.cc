@@ -4,9 +4,11 @@
 // SQLite file.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -131,6 +133,70 @@ TEST_F(OpsCli, FindReadRedriveAndSeeItComplete) {
   EXPECT_EQ(healthy.code, 0) << healthy.out;
   EXPECT_EQ(Json(healthy)["inbox"][0]["completed"], 2);
   EXPECT_EQ(Json(Outbox("poison list" + Db() + " -o json")).size(), 0u);
+}
+
+// Retention as a user runs it: remove what is settled behind an anchor,
+// archive it, and check both the log and the archive afterwards.
+TEST_F(OpsCli, RetentionArchivesAndTheChainAndTheArchiveStillVerify) {
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(Outbox("emit" + Db() + " --tenant t1 --type order.placed").code, 0);
+  ASSERT_EQ(Outbox("relay" + Db() + " --once").code, 0);
+  ASSERT_EQ(Outbox("worker" + Db() + " --config " + config_ + " --once").code, 0);
+  // A fourth event nobody has run yet: not settled, so kept.
+  ASSERT_EQ(Outbox("emit" + Db() + " --tenant t1 --type order.placed").code, 0);
+
+  // No --config, or no window: refused, nothing removed.
+  EXPECT_EQ(Outbox("retention" + Db() + " --days 0").code, 2);
+  CmdResult nowin = outbox::testing_support::RunOutbox("retention" + Db() + " --config " + config_,
+                                                       outbox::testing_support::Stderr::kMerge);
+  EXPECT_EQ(nowin.code, 2);
+  EXPECT_NE(nowin.out.find("retention.events_days"), std::string::npos) << nowin.out;
+
+  const std::string archives = dir_ + "/archive";
+  CmdResult dry =
+      Outbox("retention" + Db() + " --config " + config_ + " --days 0 --dry-run -o json");
+  ASSERT_EQ(dry.code, 0) << dry.out;
+  EXPECT_EQ(Json(dry)["removed"], 3);
+  CmdResult r = Outbox("retention" + Db() + " --config " + config_ + " --days 0 --archive-dir " +
+                       archives + " -o json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  nlohmann::json rj = Json(r);
+  ASSERT_EQ(rj["tenants"].size(), 1u);
+  EXPECT_EQ(rj["tenants"][0]["removed"], 3);
+  EXPECT_EQ(rj["tenants"][0]["anchor_seq"], 3);
+  EXPECT_EQ(rj["tenants"][0]["kept_from"], 4);
+  EXPECT_NE(rj["tenants"][0]["kept_because"].get<std::string>().find("no inbox row"),
+            std::string::npos);
+  const std::string file = rj["tenants"][0]["archive"];
+
+  CmdResult v = Outbox("verify-chain" + Db() + " --tenant t1");
+  EXPECT_EQ(v.code, 0) << v.out;
+  EXPECT_NE(v.out.find("events 1..3 removed by retention"), std::string::npos) << v.out;
+  CmdResult va = Outbox("verify-archive " + file + Db());
+  EXPECT_EQ(va.code, 0) << va.out;
+  EXPECT_NE(va.out.find("links to the retained log"), std::string::npos) << va.out;
+  CmdResult log = Outbox("log" + Db() + " --tenant t1 -o json");
+  ASSERT_EQ(log.code, 0);
+  const nlohmann::json first = nlohmann::json::parse(log.out.substr(0, log.out.find('\n')));
+  EXPECT_EQ(first["seq"], 4) << log.out;  // the log starts after the anchor
+  EXPECT_EQ(std::count(log.out.begin(), log.out.end(), '\n'), 1) << log.out;
+
+  // The rest of the log, archived on demand, verifies on its own.
+  const std::string rest = dir_ + "/rest.jsonl";
+  ASSERT_EQ(Outbox("archive" + Db() + " --tenant t1 --to " + rest).code, 0);
+  EXPECT_EQ(Outbox("verify-archive " + rest).code, 0);
+
+  // An edited archive line is found.
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const size_t at = text.find("order.placed", text.find('\n'));
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 12, "order.paid!!");
+  std::ofstream(file, std::ios::trunc) << text;
+  CmdResult broken = Outbox("verify-archive " + file);
+  EXPECT_EQ(broken.code, 1);
+  EXPECT_NE(broken.out.find("BROKEN at line 2"), std::string::npos) << broken.out;
 }
 
 TEST_F(OpsCli, ExitCodesAndHelp) {

@@ -247,7 +247,7 @@ async function tenants(serial) {
     return h("tr", {dataset: {tenant: t.tenant}},
       h("td", {}, link(hashFor("events", {tenant: t.tenant}), t.tenant)),
       h("td.num", {}, fmtNum(t.events)), h("td.num", {}, fmtNum(t.last_seq)),
-      h("td", {}, chain, v ? h("div.sub.muted", {}, `verified ${fmtTime(v.verified_at)} · ${fmtNum(v.events)} events`) : null),
+      h("td", {}, chain, v ? h("div.sub.muted", {}, `verified ${fmtTime(v.verified_at)} · ${fmtNum(v.events)} events${v.anchor_seq ? ` from seq ${fmtNum(v.anchor_seq + 1)} (1–${fmtNum(v.anchor_seq)} removed by retention)` : ""}`) : null),
       h("td.num", {}, fmtNum(t.relay_lag_events)), h("td.num", {}, fmtSecs(t.relay_lag_seconds)),
       h("td.num", {}, t.dead_letters > 0 ? link(hashFor("dead-letters", {tenant: t.tenant}), fmtNum(t.dead_letters)) : "0"),
       h("td", {}, h("button.secondary.verify-one", {type: "button", onclick: () => start([t.tenant])}, "Verify")));
