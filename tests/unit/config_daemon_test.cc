@@ -200,6 +200,26 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
   EXPECT_THAT(ErrorOf("[worker\n"), HasSubstr("outbox.toml:1: invalid TOML"));
 }
 
+TEST(DaemonConfig, RetentionIsOffUnlessAWindowIsSet) {
+  EXPECT_FALSE(DefaultConfig().retention());
+  auto c = ParseDaemonConfig(
+      "[retention]\nevents_days = 30\ninterval_minutes = 15\nmax_events_per_run = 500\n"
+      "archive_dir = \"/var/lib/outbox/archive\"\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->retention());
+  EXPECT_EQ(c->retention_events, absl::Hours(24 * 30));
+  EXPECT_EQ(c->retention_interval, absl::Minutes(15));
+  EXPECT_EQ(c->retention_max_events, 500);
+  EXPECT_EQ(c->archive_dir, "/var/lib/outbox/archive");
+  EXPECT_EQ(ErrorOf("[retention]\nevents_days = 0\n"),
+            "outbox.toml:2: retention.events_days: must be between 1 and 36500, got 0");
+  EXPECT_THAT(ErrorOf("[retention]\narchive_dir = \"/tmp/a\"\n"),
+              HasSubstr("retention.archive_dir: an archive is written when retention removes "
+                        "events: it needs retention.events_days"));
+  EXPECT_THAT(ErrorOf("[retention]\nkeep = 3\n"),
+              HasSubstr("retention.keep: unknown key; expected one of archive_dir, events_days"));
+}
+
 TEST(DaemonConfig, SubscriptionErrorsNameTheEntry) {
   const std::string types = "[[event_types]]\ntype = \"a.b\"\nproducer = \"p\"\n";
   EXPECT_THAT(
