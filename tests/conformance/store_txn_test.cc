@@ -171,6 +171,24 @@ TEST_P(StoreTest, TransactGetReadsASnapshotInOrder) {
   EXPECT_DDB_ERROR(store().TransactGetItems({}).status(), "ValidationException");
 }
 
+// DynamoDB refuses a TransactGetItems that names one item twice, as it does
+// for writes (issue 21: the embedded store used to read it twice).
+TEST_P(StoreTest, TransactGetNamingOneItemTwiceIsAValidationError) {
+  Create(Spec());
+  ASSERT_TRUE(Put("tbl", I(R"({"pk":"a","sk":"1","v":1})")).ok());
+  std::vector<GetRequest> gets(3);
+  gets[0].table = gets[1].table = gets[2].table = "tbl";
+  gets[0].key = Key("a", "1");
+  gets[1].key = Key("b", "1");
+  gets[2].key = Key("a", "1");
+  gets[2].projection = "v";
+  auto r = store().TransactGetItems(gets);
+  EXPECT_DDB_ERROR(r.status(), "ValidationException");
+  EXPECT_NE(std::string(r.status().message()).find("multiple operations on one item"),
+            std::string::npos)
+      << r.status();
+}
+
 TEST_P(StoreTest, ConcurrentTransactionsOnOneHeadNeverFork) {
   // Many writers advance one head with a conditional transaction (the emit
   // pattern); every success moves it by exactly one and no seq is written twice.

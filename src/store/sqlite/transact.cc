@@ -233,6 +233,18 @@ absl::StatusOr<std::vector<std::optional<Item>>> SqliteStoreImpl::TransactGetIte
   }
   std::vector<std::optional<Item>> out;
   auto s = db_->Read([&](sqlite::Conn& c) -> absl::Status {
+    // DynamoDB validates the whole request first: an item named twice is a
+    // ValidationException, before anything is read.
+    std::set<std::tuple<int64_t, std::string, std::string>> seen;
+    for (const auto& g : gets) {
+      auto t = LoadTable(c, g.table);
+      if (!t.ok()) return t.status();
+      if (auto ks = store::ValidateKey((*t)->spec, g.key); !ks.ok()) return ks;
+      if (!seen.emplace((*t)->id, PkBlob(**t, g.key), SkBlob(**t, g.key)).second) {
+        return ValidationError(
+            "Transaction request cannot include multiple operations on one item");
+      }
+    }
     int64_t bytes = 0;
     for (const auto& g : gets) {
       auto r = GetInConn(c, g);
