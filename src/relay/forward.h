@@ -2,8 +2,9 @@
 // commit — the body shared by the change-feed relay and the record-change
 // relay (docs/RELAY.md). Each message goes into the queue inside the caller's
 // SQLite write (Queue::SendInTransaction) under its own savepoint, so a
-// message the queue refuses becomes a poison record instead of failing the
-// batch; then the poison rows and the caller's state rows (checkpoints,
+// message the queue refuses as invalid (InvalidArgument) becomes a poison
+// record instead of failing the batch — any other send error fails the whole
+// commit; then the poison rows and the caller's state rows (checkpoints,
 // per-tenant progress) are written in the same commit.
 #pragma once
 
@@ -63,6 +64,14 @@ absl::StatusOr<ForwardCounts> ForwardInConn(sqlite::Conn& c, const ForwardTarget
         n.newest_created_ms = std::max(n.newest_created_ms, f.created_ms);
         continue;
       }
+      // Only a permanent refusal (the message itself is invalid: too large,
+      // bad attributes) makes the record poison. Anything else — the file
+      // refusing the write (an I/O error, a full disk), a missing queue —
+      // fails the whole transaction: nothing is forwarded, the checkpoint
+      // does not move, the relay retries. (Found by the simulation's storage
+      // faults: a full disk turned an event into poison and the checkpoint
+      // went past it, so it was never delivered.)
+      if (sent.status().code() != absl::StatusCode::kInvalidArgument) return sent.status();
       (void)c.Exec("ROLLBACK TO relay_msg");
       (void)c.Exec("RELEASE relay_msg");
       f.poison = true;
