@@ -11,12 +11,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "outbox/engine.h"
+#include "outbox/relay.h"
+#include "queue/sqlite/sqlite_queue.h"
 #include "server/http_util.h"
 #include "sqlite/database.h"
 #include "store/sqlite/sqlite_store.h"
@@ -225,6 +228,52 @@ TEST_F(StorageFaults, RandomFaultsNeverLoseAnAcknowledgedEmit) {
       "refusing writes until reopened\n",
       fired, sticky);
   EXPECT_GE(fired, 30) << "most rounds must really inject a fault";
+}
+
+// Finding 6 of the simulation (docs/TESTING.md): a storage error on the queue
+// insert inside the relay's commit must fail the commit — not become a poison
+// record with the checkpoint moved past the event. A read error at each of
+// the relay step's first reads in turn: whatever it hits, no poison, and once
+// the fault is gone the event is in the queue exactly once.
+TEST_F(StorageFaults, ARelayStepHitByAStorageErrorNeverSkipsTheEvent) {
+  int fired = 0;
+  for (int nth = 1; nth <= 30; ++nth) {
+    SCOPED_TRACE("read error at read " + std::to_string(nth));
+    FaultVfs::Clear();
+    engine_.reset();
+    store_.reset();
+    db_.reset();
+    std::filesystem::remove_all(dir_.path());
+    std::filesystem::create_directories(dir_.path());
+    Open();
+    RelayOptions ro;
+    {
+      auto q = SqliteQueue::Open(db_, &clock_);
+      ASSERT_TRUE(q.ok());
+      ASSERT_TRUE(ChangeFeedRelay::Open(store_.get(), q->get(), &clock_, ro).ok());
+      ASSERT_TRUE(Emit("e" + std::to_string(nth)).ok());
+    }
+    // Reopened: every connection's page cache is cold, so the relay's commit
+    // reads the queue's pages from the file (where the simulation's read
+    // error struck: the INSERT into q_messages).
+    Open();
+    auto queue = SqliteQueue::Open(db_, &clock_);
+    ASSERT_TRUE(queue.ok());
+    auto relay = ChangeFeedRelay::Open(store_.get(), queue->get(), &clock_, ro);
+    ASSERT_TRUE(relay.ok()) << relay.status();
+    FaultVfs::Arm(Kind::kRead, nth);
+    (void)(*relay)->RunOnce();  // may fail: the fault
+    fired += FaultVfs::fired() > 0 ? 1 : 0;
+    FaultVfs::Clear();
+    ASSERT_TRUE((*relay)->Drain().ok());
+    auto poison = (*relay)->ListPoison();
+    ASSERT_TRUE(poison.ok());
+    EXPECT_TRUE(poison->empty()) << (poison->empty() ? "" : (*poison)[0].reason);
+    auto a = (*queue)->GetAttributes(ro.queue);
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(a->visible, 1) << "the event must be forwarded once";
+  }
+  EXPECT_GE(fired, 5) << "the relay step's reads must really fail";
 }
 
 }  // namespace
