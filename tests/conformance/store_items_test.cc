@@ -349,5 +349,77 @@ TEST_P(StoreTest, ConcurrentCountersLoseNoUpdates) {
   EXPECT_EQ(Get("tbl", Key("c", "1"))->at("n"), N(kThreads * kEach));
 }
 
+// A request naming a table that does not exist gets ResourceNotFoundException even when its
+// key, expressions or ReturnValues are also invalid: DynamoDB looks the table up first, then
+// checks ReturnValues, the key, and the expressions.
+TEST_P(StoreTest, AMissingTableIsReportedBeforeOtherProblems) {
+  Create(Spec());
+  for (const std::string table : {"nosuchtable", "tbl"}) {
+    SCOPED_TRACE(table);
+    const char* want = table == "tbl" ? "ValidationException" : "ResourceNotFoundException";
+    PutRequest put;
+    put.table = table;
+    put.item = Item{{"pk", N(1)}};  // wrong type, no sort key
+    EXPECT_DDB_ERROR(store().PutItem(put).status(), want);
+    put.item = Key("a", "1");
+    put.condition = "attribute_exists(";
+    EXPECT_DDB_ERROR(store().PutItem(put).status(), want);
+    put.condition = "attribute_exists(pk)";
+    put.args.values[":unused"] = N(1);
+    EXPECT_DDB_ERROR(store().PutItem(put).status(), want);
+    put.args.values.clear();
+    put.condition.reset();
+    put.return_values = ReturnValues::kAllNew;
+    EXPECT_DDB_ERROR(store().PutItem(put).status(), want);
+
+    UpdateRequest upd;
+    upd.table = table;
+    upd.key = Key("a", "1");
+    upd.update = "SET";
+    EXPECT_DDB_ERROR(store().UpdateItem(upd).status(), want);
+    upd.update = "SET v = :missing";
+    EXPECT_DDB_ERROR(store().UpdateItem(upd).status(), want);
+
+    DeleteRequest del;
+    del.table = table;
+    del.key = Key("a", "1");
+    del.condition = "v = :missing";
+    EXPECT_DDB_ERROR(store().DeleteItem(del).status(), want);
+    del.condition.reset();
+    del.return_values = ReturnValues::kAllNew;
+    EXPECT_DDB_ERROR(store().DeleteItem(del).status(), want);
+
+    GetRequest get;
+    get.table = table;
+    get.key = Key("a", "1");
+    get.projection = "a,,b";
+    EXPECT_DDB_ERROR(store().GetItem(get).status(), want);
+    get.projection.reset();
+    get.names["#unused"] = "x";  // names without an expression: a request-shape error, first
+    EXPECT_DDB_ERROR(store().GetItem(get).status(), "ValidationException");
+
+    QueryRequest q;
+    q.table = table;
+    q.key_condition = "pk > :v";
+    q.args.values[":v"] = S("a");
+    EXPECT_DDB_ERROR(store().Query(q).status(), want);
+    q.key_condition = "pk = :v";
+    q.filter = "sk = :v";
+    EXPECT_DDB_ERROR(store().Query(q).status(), want);
+  }
+}
+
+// Within an existing table, a key problem is reported before an expression problem.
+TEST_P(StoreTest, AKeyProblemIsReportedBeforeAnExpressionProblem) {
+  Create(Spec());
+  PutRequest put;
+  put.table = "tbl";
+  put.item = Item{{"pk", S("a")}};
+  put.condition = "attribute_exists(";
+  auto s = store().PutItem(put).status();
+  EXPECT_DDB_ERROR(s, "ValidationException");
+  EXPECT_EQ(std::string(s.message()).find("ConditionExpression"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace outbox::conformance

@@ -85,6 +85,146 @@ TEST_P(StoreTest, ItemLevelValidationErrorIsAReason) {
   EXPECT_FALSE(Get("tbl", Key("a", "1")).has_value());
 }
 
+TransactWriteItem TxnUpdate(const std::string& table, Item key, std::string update,
+                            AttrValues vals = {}) {
+  TransactWriteItem w;
+  w.kind = TransactWriteItem::Kind::kUpdate;
+  w.table = table;
+  w.item = std::move(key);
+  w.update = std::move(update);
+  w.args.values = std::move(vals);
+  return w;
+}
+
+TransactWriteItem TxnDelete(const std::string& table, Item key) {
+  TransactWriteItem w;
+  w.kind = TransactWriteItem::Kind::kDelete;
+  w.table = table;
+  w.item = std::move(key);
+  return w;
+}
+
+// Problems DynamoDB finds in the request itself fail the whole call with a plain
+// ValidationException, even when another action's condition is false: a missing or extra key
+// attribute, an empty key value, an update expression that cannot apply to the item, an item
+// over 400 KB. Nothing is written.
+TEST_P(StoreTest, InvalidActionFailsTheWholeTransaction) {
+  Create(Spec());
+  ASSERT_TRUE(Put("tbl", I(R"({"pk":"e","sk":"1","s":"text"})")).ok());
+  auto false_check = CondCheck("tbl", Key("zz", "1"), "attribute_exists(pk)");
+  auto ok_put = TransactWriteItem::Put("tbl", I(R"({"pk":"a","sk":"1"})"));
+  const std::string big(410 * 1024, 'x');
+  std::vector<std::pair<std::string, TransactWriteItem>> invalid = {
+      {"put without the sort key", TransactWriteItem::Put("tbl", I(R"({"pk":"b"})"))},
+      {"put with an empty sort key", TransactWriteItem::Put("tbl", I(R"({"pk":"b","sk":""})"))},
+      {"delete with a partial key", TxnDelete("tbl", Item{{"pk", S("b")}})},
+      {"delete with an extra key attribute",
+       TxnDelete("tbl", Item{{"pk", S("b")}, {"sk", S("1")}, {"x", S("1")}})},
+      {"update adding to a missing attribute",
+       TxnUpdate("tbl", Key("b", "2"), "SET v = v + :one", {{":one", N(1)}})},
+      {"update adding a number to a string",
+       TxnUpdate("tbl", Key("e", "1"), "SET s = s + :one", {{":one", N(1)}})},
+      {"update of a path into a scalar",
+       TxnUpdate("tbl", Key("e", "1"), "SET s.x = :one", {{":one", N(1)}})},
+      {"put over 400 KB",
+       TransactWriteItem::Put("tbl", Item{{"pk", S("b")}, {"sk", S("1")}, {"big", S(big)}})},
+  };
+  for (const auto& [what, action] : invalid) {
+    SCOPED_TRACE(what);
+    TransactWriteRequest req;
+    req.items = {false_check, ok_put, action};
+    EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ValidationException");
+    req.items = {ok_put, action};
+    EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ValidationException");
+    EXPECT_FALSE(Get("tbl", Key("a", "1")).has_value());
+  }
+  // An update whose own condition is false is not applied: the false condition is its reason.
+  auto guarded = TxnUpdate("tbl", Key("b", "2"), "SET v = v + :one", {{":one", N(1)}});
+  guarded.condition = "attribute_exists(pk)";
+  TransactWriteRequest req;
+  req.items = {ok_put, guarded};
+  auto s = store().TransactWriteItems(req);
+  EXPECT_DDB_ERROR(s, "TransactionCanceledException");
+  auto reasons = CancellationReasons(s);
+  ASSERT_EQ(reasons.size(), 2u);
+  EXPECT_EQ(reasons[1].code, "ConditionalCheckFailed");
+}
+
+// Outcomes of applying the actions are cancellation reasons, every one of them reported: a key
+// or index key of the wrong type, a false condition.
+TEST_P(StoreTest, EveryItemLevelProblemIsAReason) {
+  TableSpec spec = Spec();
+  GlobalSecondaryIndex g;
+  g.name = "by_owner";
+  g.hash_key = {"owner", Type::S};
+  spec.global_secondary_indexes.push_back(g);
+  Create(spec);
+  auto bad_key = [](const std::string& pk) {
+    return TransactWriteItem::Put("tbl", Item{{"pk", S(pk)}, {"sk", N(2)}});
+  };
+  auto false_check = CondCheck("tbl", Key("zz", "1"), "attribute_exists(pk)");
+  auto codes = [](const absl::Status& s) {
+    EXPECT_DDB_ERROR(s, "TransactionCanceledException");
+    std::vector<std::string> out;
+    for (const auto& r : CancellationReasons(s)) out.push_back(r.code);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  TransactWriteRequest req;
+  req.items = {bad_key("b"), bad_key("c")};
+  EXPECT_EQ(codes(store().TransactWriteItems(req)), (V{"ValidationError", "ValidationError"}));
+  // Two actions naming one item with a key of the wrong type: reasons, not a duplicate error.
+  req.items = {bad_key("b"), bad_key("b")};
+  EXPECT_EQ(codes(store().TransactWriteItems(req)), (V{"ValidationError", "ValidationError"}));
+  req.items = {bad_key("b"), false_check};
+  EXPECT_EQ(codes(store().TransactWriteItems(req)),
+            (V{"ValidationError", "ConditionalCheckFailed"}));
+  req.items = {false_check, bad_key("b")};
+  EXPECT_EQ(codes(store().TransactWriteItems(req)),
+            (V{"ConditionalCheckFailed", "ValidationError"}));
+  for (const char* type : {"update", "delete", "condition check"}) {
+    SCOPED_TRACE(type);
+    Item key{{"pk", S("b")}, {"sk", N(2)}};
+    TransactWriteItem w =
+        std::string(type) == "update"   ? TxnUpdate("tbl", key, "SET v = :one", {{":one", N(1)}})
+        : std::string(type) == "delete" ? TxnDelete("tbl", key)
+                                        : CondCheck("tbl", key, "attribute_exists(pk)");
+    req.items = {TransactWriteItem::Put("tbl", I(R"({"pk":"a","sk":"1"})")), w};
+    EXPECT_EQ(codes(store().TransactWriteItems(req)), (V{"None", "ValidationError"}));
+  }
+  req.items = {TransactWriteItem::Put("tbl", I(R"({"pk":"a","sk":"1"})")),
+               TransactWriteItem::Put("tbl", I(R"({"pk":"b","sk":"1","owner":5})"))};
+  EXPECT_EQ(codes(store().TransactWriteItems(req)), (V{"None", "ValidationError"}));
+  // An empty index key value is a problem of the request.
+  req.items = {TransactWriteItem::Put("tbl", I(R"({"pk":"a","sk":"1"})")),
+               TransactWriteItem::Put("tbl", I(R"({"pk":"b","sk":"1","owner":""})"))};
+  EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ValidationException");
+  EXPECT_FALSE(Get("tbl", Key("a", "1")).has_value());
+}
+
+// DynamoDB checks the actions one after another: the first whole-request problem in request
+// order decides the error.
+TEST_P(StoreTest, TransactionChecksRunInRequestOrder) {
+  Create(Spec());
+  auto put = TransactWriteItem::Put("tbl", I(R"({"pk":"a","sk":"1"})"));
+  auto no_table = TransactWriteItem::Put("nosuchtable", I(R"({"pk":"a","sk":"1"})"));
+  auto missing_key = TransactWriteItem::Put("tbl", I(R"({"pk":"b"})"));
+  auto bad_key_type = TransactWriteItem::Put("tbl", Item{{"pk", S("c")}, {"sk", N(2)}});
+  auto bad_update = TxnUpdate("tbl", Key("d", "1"), "SET v = v + :one", {{":one", N(1)}});
+  TransactWriteRequest req;
+  req.items = {put, put, no_table};  // the duplicate comes first
+  EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ValidationException");
+  req.items = {missing_key, no_table};
+  EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ValidationException");
+  req.items = {bad_update, no_table};
+  EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ValidationException");
+  req.items = {no_table, missing_key};
+  EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ResourceNotFoundException");
+  // A reason does not stop the pass: a later missing table still fails the call.
+  req.items = {bad_key_type, no_table};
+  EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ResourceNotFoundException");
+}
+
 TEST_P(StoreTest, RequestLevelErrors) {
   Create(Spec());
   TransactWriteRequest empty;

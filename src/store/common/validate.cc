@@ -142,6 +142,38 @@ absl::Status ValidateKey(const TableSpec& spec, const Item& key) {
   return absl::OkStatus();
 }
 
+bool KeyTypeMismatchOnly(const TableSpec& spec, const Item& item, bool exact) {
+  if (exact && item.size() != (spec.range_key ? 2u : 1u)) return false;
+  bool mismatch = false;
+  for (const KeyAttribute* k : {&spec.hash_key, spec.range_key ? &*spec.range_key : nullptr}) {
+    if (!k) continue;
+    auto it = item.find(k->name);
+    if (it == item.end()) return false;
+    if (it->second.type() != k->type) {
+      mismatch = true;
+    } else if (!CheckKeyValue(*k, item, k != &spec.hash_key, exact).ok()) {
+      return false;
+    }
+  }
+  return mismatch;
+}
+
+bool IndexKeyTypeMismatch(const TableSpec& spec, const Item& item) {
+  for (const auto& g : spec.global_secondary_indexes) {
+    for (const KeyAttribute* k : {&g.hash_key, g.range_key ? &*g.range_key : nullptr}) {
+      if (!k) continue;
+      auto it = item.find(k->name);
+      if (it == item.end()) continue;
+      if (it->second.type() != k->type) return true;
+      if ((it->second.is(Type::S) && it->second.s().empty()) ||
+          (it->second.is(Type::B) && it->second.b().empty())) {
+        return false;
+      }
+    }
+  }
+  return false;
+}
+
 absl::Status ValidateIndexKeys(const TableSpec& spec, const Item& item) {
   for (const auto& g : spec.global_secondary_indexes) {
     for (const KeyAttribute* k : {&g.hash_key, g.range_key ? &*g.range_key : nullptr}) {

@@ -22,6 +22,14 @@ absl::Status ValidateItemKeys(const TableSpec& spec, const Item& item);
 absl::Status ValidateKey(const TableSpec& spec, const Item& key);
 // Index key attributes present on the item must have the index's declared type.
 absl::Status ValidateIndexKeys(const TableSpec& spec, const Item& item);
+// Inside a transaction DynamoDB reports a key of the wrong type as a cancellation reason
+// (ValidationError) but a missing, extra, empty or oversized key attribute as a plain
+// ValidationException for the whole request. True when the only problem of a key (`exact`:
+// exactly the key attributes, as in a Key; otherwise an item's key attributes) is a type.
+bool KeyTypeMismatchOnly(const TableSpec& spec, const Item& item, bool exact);
+// True when the first problem ValidateIndexKeys reports is a type mismatch (a cancellation
+// reason in a transaction), not an empty index key value (a whole-request error).
+bool IndexKeyTypeMismatch(const TableSpec& spec, const Item& item);
 absl::Status ValidateItemSize(const Item& item, bool is_update);
 Item ExtractKey(const TableSpec& spec, const Item& item);
 // Keys of `item` for an index query's LastEvaluatedKey: table key + index keys.

@@ -103,7 +103,7 @@ absl::StatusOr<TableDescription> DynamoDbStore::DescribeTable(std::string_view t
 absl::Status DynamoDbStore::DeleteTable(std::string_view table) {
   {
     util::MutexLock l(mu_);
-    key_names_.erase(std::string(table));
+    key_attrs_.erase(std::string(table));
   }
   return client_->Call("DeleteTable", ddbapi::TableNameJson(table)).status();
 }
@@ -155,36 +155,37 @@ absl::StatusOr<QueryResult> DynamoDbStore::Query(const QueryRequest& req) {
   return ddbapi::QueryResponseFromJson(*r);
 }
 
-std::optional<std::pair<std::string, std::string>> DynamoDbStore::KeyNames(
-    const std::string& table) {
+std::optional<std::vector<KeyAttribute>> DynamoDbStore::KeyAttributes(const std::string& table) {
   {
     util::MutexLock l(mu_);
-    if (auto it = key_names_.find(table); it != key_names_.end()) return it->second;
+    if (auto it = key_attrs_.find(table); it != key_attrs_.end()) return it->second;
   }
   auto r = client_->Call("DescribeTable", ddbapi::TableNameJson(table));
   if (!r.ok()) return std::nullopt;
   auto d = ddbapi::TableDescriptionFromJson(*r);
   if (!d.ok()) return std::nullopt;
-  std::pair<std::string, std::string> names{d->spec.hash_key.name,
-                                            d->spec.range_key ? d->spec.range_key->name : ""};
+  std::vector<KeyAttribute> attrs{d->spec.hash_key};
+  if (d->spec.range_key) attrs.push_back(*d->spec.range_key);
   util::MutexLock l(mu_);
-  key_names_[table] = names;
-  return names;
+  key_attrs_[table] = attrs;
+  return attrs;
 }
 
 absl::Status DynamoDbStore::CheckOneActionPerItem(const TransactWriteRequest& req) {
   if (req.items.size() < 2) return absl::OkStatus();
   std::vector<std::pair<std::string, Item>> seen;
   for (const auto& w : req.items) {
-    auto names = KeyNames(w.table);
-    if (!names) return absl::OkStatus();  // unknown table: DynamoDB answers
+    auto attrs = KeyAttributes(w.table);
+    if (!attrs) return absl::OkStatus();  // unknown table: DynamoDB answers
     Item key;
-    for (const std::string& n : {names->first, names->second}) {
-      if (n.empty()) continue;
-      auto it = w.item.find(n);
+    bool wrong_type = false;
+    for (const KeyAttribute& a : *attrs) {
+      auto it = w.item.find(a.name);
       if (it == w.item.end()) return absl::OkStatus();  // bad key: DynamoDB answers
-      key.emplace(n, it->second);
+      wrong_type |= it->second.type() != a.type;
+      key.emplace(a.name, it->second);
     }
+    if (wrong_type) continue;  // a cancellation reason, outside the duplicate check
     for (const auto& [t, k] : seen) {
       if (t == w.table && k == key) {
         return ValidationError(

@@ -76,14 +76,15 @@ class DynamoDbStore final : public Store {
   DynamoDbStore(DynamoDbStoreOptions options, std::unique_ptr<aws::JsonClient> client);
   absl::Status WaitActive(const std::string& table);
   // The table's key attribute names (hash, range), cached; nullopt when unknown.
-  std::optional<std::pair<std::string, std::string>> KeyNames(const std::string& table);
+  // The table's key attributes (names and types), cached; nullopt when it cannot be described.
+  std::optional<std::vector<KeyAttribute>> KeyAttributes(const std::string& table);
   absl::Status CheckOneActionPerItem(const TransactWriteRequest& req);
 
   DynamoDbStoreOptions options_;
   std::unique_ptr<aws::JsonClient> client_;
   std::shared_ptr<ChangeFeed> feed_;
   util::Mutex mu_;
-  std::map<std::string, std::pair<std::string, std::string>> key_names_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<KeyAttribute>> key_attrs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace outbox

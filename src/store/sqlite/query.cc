@@ -56,43 +56,51 @@ Range RangeFor(const expr::KeyConditionSpec& k) {
 }  // namespace
 
 absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
+  // The expressions are parsed before the read; their errors are reported once the table is
+  // found (a table that does not exist is reported first, as DynamoDB does).
   expr::Usage used;
-  auto kc = expr::Cache::Global().GetKeyCondition(req.key_condition);
-  if (!kc.ok()) return kc.status();
+  std::shared_ptr<const expr::KeyCondition> kc;
   std::shared_ptr<const expr::Condition> filter;
-  if (req.filter) {
-    auto f = expr::Cache::Global().GetCondition(*req.filter, expr::Kind::kFilter);
-    if (!f.ok()) return f.status();
-    if (auto s = (*f)->Validate(req.args, &used); !s.ok()) return s;
-    filter = *std::move(f);
-  }
   std::shared_ptr<const expr::Projection> projection;
-  if (req.projection) {
-    auto p = expr::Cache::Global().GetProjection(*req.projection);
-    if (!p.ok()) return p.status();
-    if (auto s = (*p)->Validate(req.args.names, &used); !s.ok()) return s;
-    projection = *std::move(p);
-    if (req.select && *req.select != Select::kSpecificAttributes) {
-      return ValidationError(
-          "Cannot specify the ProjectionExpression when choosing to get ALL_ATTRIBUTES, "
-          "ALL_PROJECTED_ATTRIBUTES or COUNT");
+  absl::Status static_status = [&]() -> absl::Status {
+    auto parsed_kc = expr::Cache::Global().GetKeyCondition(req.key_condition);
+    if (!parsed_kc.ok()) return parsed_kc.status();
+    kc = *std::move(parsed_kc);
+    if (req.filter) {
+      auto f = expr::Cache::Global().GetCondition(*req.filter, expr::Kind::kFilter);
+      if (!f.ok()) return f.status();
+      if (auto s = (*f)->Validate(req.args, &used); !s.ok()) return s;
+      filter = *std::move(f);
     }
-  }
-  if (req.limit && *req.limit < 1) {
-    return ValidationError(
-        fmt::format("1 validation error detected: Value '{}' at 'limit' failed to satisfy "
-                    "constraint: Member must have "
-                    "value greater than or equal to 1",
-                    *req.limit));
-  }
-  if (req.index && req.consistent_read) {
-    return ValidationError("Consistent reads are not supported on global secondary indexes");
-  }
+    if (req.projection) {
+      auto p = expr::Cache::Global().GetProjection(*req.projection);
+      if (!p.ok()) return p.status();
+      if (auto s = (*p)->Validate(req.args.names, &used); !s.ok()) return s;
+      projection = *std::move(p);
+      if (req.select && *req.select != Select::kSpecificAttributes) {
+        return ValidationError(
+            "Cannot specify the ProjectionExpression when choosing to get ALL_ATTRIBUTES, "
+            "ALL_PROJECTED_ATTRIBUTES or COUNT");
+      }
+    }
+    if (req.limit && *req.limit < 1) {
+      return ValidationError(
+          fmt::format("1 validation error detected: Value '{}' at 'limit' failed to satisfy "
+                      "constraint: Member must have "
+                      "value greater than or equal to 1",
+                      *req.limit));
+    }
+    if (req.index && req.consistent_read) {
+      return ValidationError("Consistent reads are not supported on global secondary indexes");
+    }
+    return absl::OkStatus();
+  }();
 
   QueryResult result;
   auto s = db_->Read([&](sqlite::Conn& c) -> absl::Status {
     auto t = LoadTable(c, req.table);
     if (!t.ok()) return t.status();
+    if (!static_status.ok()) return static_status;
     const TableSpec& spec = (*t)->spec;
     const GlobalSecondaryIndex* gsi = nullptr;
     KeyAttribute hash = spec.hash_key;
@@ -112,7 +120,7 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
             gsi->name + " because its projection type is not ALL");
       }
     }
-    auto key = (*kc)->Resolve(req.args, hash, range, &used);
+    auto key = kc->Resolve(req.args, hash, range, &used);
     if (!key.ok()) return key.status();
     if (auto u = expr::CheckAllUsed(req.args, used); !u.ok()) return u;
     if (filter) {

@@ -358,18 +358,21 @@ absl::Status CheckReturnValues(ReturnValues rv, bool update) {
 }  // namespace
 
 absl::StatusOr<WriteResult> SqliteStoreImpl::PutItem(const PutRequest& req) {
+  // Expressions are parsed before the write; their errors are reported in DynamoDB's order
+  // (table → ReturnValues → key → expressions), after the table is found.
   expr::Usage used;
   std::shared_ptr<const expr::Condition> cond;
-  if (auto s = Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond); !s.ok())
-    return s;
-  if (auto s = expr::CheckAllUsed(req.args, used); !s.ok()) return s;
-  if (auto s = CheckReturnValues(req.return_values, false); !s.ok()) return s;
+  absl::Status expr_status =
+      Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond);
+  if (expr_status.ok()) expr_status = expr::CheckAllUsed(req.args, used);
   WriteResult result;
   auto s = db_->Write([&](sqlite::Conn& c) -> absl::Status {
     auto t = LoadTable(c, req.table);
     if (!t.ok()) return t.status();
     const TableSpec& spec = (*t)->spec;
+    if (auto v = CheckReturnValues(req.return_values, false); !v.ok()) return v;
     if (auto v = store::ValidateItemKeys(spec, req.item); !v.ok()) return v;
+    if (!expr_status.ok()) return expr_status;
     if (auto v = store::ValidateIndexKeys(spec, req.item); !v.ok()) return v;
     if (auto v = store::ValidateItemSize(req.item, false); !v.ok()) return v;
     PendingWrite w{*t, PkBlob(**t, req.item), SkBlob(**t, req.item), std::nullopt, req.item};
@@ -395,24 +398,26 @@ absl::StatusOr<Item> SqliteStoreImpl::ApplyUpdate(const Item& base, const expr::
 }
 
 absl::StatusOr<WriteResult> SqliteStoreImpl::UpdateItem(const UpdateRequest& req) {
+  // Parsed before the write, reported after the table and key checks (DynamoDB's order).
   expr::Usage used;
   std::shared_ptr<const expr::Condition> cond;
-  if (auto s = Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond); !s.ok())
-    return s;
   std::shared_ptr<const expr::Update> update;
-  if (req.update) {
+  absl::Status expr_status =
+      Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond);
+  if (expr_status.ok() && req.update) {
     auto u = expr::Cache::Global().GetUpdate(*req.update);
-    if (!u.ok()) return u.status();
-    if (auto s = (*u)->Validate(req.args, &used); !s.ok()) return s;
-    update = *std::move(u);
+    expr_status = u.status();
+    if (u.ok()) expr_status = (*u)->Validate(req.args, &used);
+    if (expr_status.ok()) update = *std::move(u);
   }
-  if (auto s = expr::CheckAllUsed(req.args, used); !s.ok()) return s;
+  if (expr_status.ok()) expr_status = expr::CheckAllUsed(req.args, used);
   WriteResult result;
   auto s = db_->Write([&](sqlite::Conn& c) -> absl::Status {
     auto t = LoadTable(c, req.table);
     if (!t.ok()) return t.status();
     const TableSpec& spec = (*t)->spec;
     if (auto v = store::ValidateKey(spec, req.key); !v.ok()) return v;
+    if (!expr_status.ok()) return expr_status;
     if (update) {
       for (const auto& name : update->TopLevelNamesWritten(req.args.names)) {
         if (name == spec.hash_key.name || (spec.range_key && name == spec.range_key->name)) {
@@ -459,17 +464,19 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::UpdateItem(const UpdateRequest& req
 }
 
 absl::StatusOr<WriteResult> SqliteStoreImpl::DeleteItem(const DeleteRequest& req) {
+  // Parsed before the write, reported after the table and key checks (DynamoDB's order).
   expr::Usage used;
   std::shared_ptr<const expr::Condition> cond;
-  if (auto s = Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond); !s.ok())
-    return s;
-  if (auto s = expr::CheckAllUsed(req.args, used); !s.ok()) return s;
-  if (auto s = CheckReturnValues(req.return_values, false); !s.ok()) return s;
+  absl::Status expr_status =
+      Validated(req.condition, expr::Kind::kCondition, req.args, &used, &cond);
+  if (expr_status.ok()) expr_status = expr::CheckAllUsed(req.args, used);
   WriteResult result;
   auto s = db_->Write([&](sqlite::Conn& c) -> absl::Status {
     auto t = LoadTable(c, req.table);
     if (!t.ok()) return t.status();
+    if (auto v = CheckReturnValues(req.return_values, false); !v.ok()) return v;
     if (auto v = store::ValidateKey((*t)->spec, req.key); !v.ok()) return v;
+    if (!expr_status.ok()) return expr_status;
     PendingWrite w{*t, PkBlob(**t, req.key), SkBlob(**t, req.key), std::nullopt, std::nullopt};
     if (auto v = LoadAndCheck(c, &w, cond.get(), req.args, req.return_old_on_condition_failure);
         !v.ok()) {
@@ -496,17 +503,25 @@ absl::StatusOr<std::optional<Item>> SqliteStoreImpl::GetInConn(sqlite::Conn& c,
 }
 
 absl::StatusOr<std::optional<Item>> SqliteStoreImpl::GetItem(const GetRequest& req) {
+  // Checked before the read, reported after the table and key checks (DynamoDB's order).
+  absl::Status expr_status;
   if (req.projection) {
     auto p = expr::Cache::Global().GetProjection(*req.projection);
-    if (!p.ok()) return p.status();
+    expr_status = p.status();
     expr::Usage used;
-    if (auto s = (*p)->Validate(req.names, &used); !s.ok()) return s;
-    if (auto s = expr::CheckAllUsed(ExpressionArgs{req.names, {}}, used); !s.ok()) return s;
-  } else if (!req.names.empty()) {
+    if (p.ok()) expr_status = (*p)->Validate(req.names, &used);
+    if (expr_status.ok()) expr_status = expr::CheckAllUsed(ExpressionArgs{req.names, {}}, used);
+  } else if (!req.names.empty()) {  // a request-shape error: reported before the table
     return ValidationError("ExpressionAttributeNames can only be specified when using expressions");
   }
   std::optional<Item> out;
   auto s = db_->Read([&](sqlite::Conn& c) -> absl::Status {
+    if (!expr_status.ok()) {
+      auto t = LoadTable(c, req.table);
+      if (!t.ok()) return t.status();
+      if (auto v = store::ValidateKey((*t)->spec, req.key); !v.ok()) return v;
+      return expr_status;
+    }
     auto r = GetInConn(c, req);
     if (!r.ok()) return r.status();
     out = *std::move(r);

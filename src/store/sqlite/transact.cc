@@ -72,50 +72,44 @@ std::string Digest(const TransactWriteRequest& req) {
 
 }  // namespace
 
+// One pass over the actions in request order, as DynamoDB checks them: an action's table must
+// exist, its key must have the schema's attributes (missing, extra, empty or oversized key
+// attributes fail the whole request), no two actions may name one item, and an update must apply
+// to the item it finds and leave it within the item size; each of those ends the call with the
+// first error found. What only cancels — a false condition, a key or index key of the wrong type,
+// an update of a key attribute — becomes that action's cancellation reason and the pass goes on,
+// so every reason is reported (an action whose condition is false is not applied further)
+// (docs/DYNAMODB-COMPATIBILITY.md, "Transactions").
 absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWriteRequest& req,
                                              const std::vector<PreparedAction>& actions) {
   std::vector<CancellationReason> reasons(actions.size());
   std::vector<PendingWrite> writes;
   std::set<std::tuple<int64_t, std::string, std::string>> seen;
-  bool failed = false, validation_failed = false;
-  // Pass 1: resolve tables and keys; duplicate items fail the whole call.
-  std::vector<std::shared_ptr<const TableInfo>> tables;
-  std::vector<std::optional<absl::Status>> key_errors(actions.size());
+  bool failed = false;
   for (size_t i = 0; i < actions.size(); ++i) {
-    const TransactWriteItem& w = *actions[i].item;
-    auto t = LoadTable(c, w.table);
-    if (!t.ok()) return t.status();
-    tables.push_back(*t);
-    const TableSpec& spec = (*t)->spec;
-    absl::Status ks = w.kind == TransactWriteItem::Kind::kPut
-                          ? store::ValidateItemKeys(spec, w.item)
-                          : store::ValidateKey(spec, w.item);
-    if (!ks.ok()) {
-      key_errors[i] = ks;
-      continue;
-    }
-    if (!seen.emplace((*t)->id, PkBlob(**t, w.item), SkBlob(**t, w.item)).second) {
-      return ValidationError("Transaction request cannot include multiple operations on one item");
-    }
-  }
-  // Pass 2: conditions and new images.
-  for (size_t i = 0; i < actions.size(); ++i) {
-    if (validation_failed) break;  // after the first item-level error the rest report None
     const PreparedAction& a = actions[i];
     const TransactWriteItem& w = *a.item;
-    const TableSpec& spec = tables[i]->spec;
-    auto validation = [&](const absl::Status& s) {
+    auto cancel = [&](const absl::Status& s) {
       reasons[i].code = "ValidationError";
       reasons[i].message = std::string(s.message());
-      failed = validation_failed = true;
+      failed = true;
     };
-    if (key_errors[i]) {
-      validation(*key_errors[i]);
+    auto t = LoadTable(c, w.table);
+    if (!t.ok()) return t.status();
+    const TableSpec& spec = (*t)->spec;
+    const bool is_put = w.kind == TransactWriteItem::Kind::kPut;
+    absl::Status ks =
+        is_put ? store::ValidateItemKeys(spec, w.item) : store::ValidateKey(spec, w.item);
+    if (!ks.ok()) {
+      if (!store::KeyTypeMismatchOnly(spec, w.item, !is_put)) return ks;
+      cancel(ks);
       continue;
     }
-    PendingWrite pw{tables[i], PkBlob(*tables[i], w.item), SkBlob(*tables[i], w.item), std::nullopt,
-                    std::nullopt};
-    auto old = LoadItem(c, *tables[i], pw.pk, pw.sk);
+    PendingWrite pw{*t, PkBlob(**t, w.item), SkBlob(**t, w.item), std::nullopt, std::nullopt};
+    if (!seen.emplace((*t)->id, pw.pk, pw.sk).second) {
+      return ValidationError("Transaction request cannot include multiple operations on one item");
+    }
+    auto old = LoadItem(c, **t, pw.pk, pw.sk);
     if (!old.ok()) return old.status();
     pw.old_item = *std::move(old);
     if (a.condition && !a.condition->Evaluate(pw.old_item ? *pw.old_item : Item(), w.args)) {
@@ -123,46 +117,47 @@ absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWrit
       reasons[i].message = "The conditional request failed";
       if (w.return_old_on_condition_failure) reasons[i].item = pw.old_item;
       failed = true;
-      continue;
+      continue;  // not applied: an update that could not apply is not looked at
     }
+    absl::Status reason;  // a cancellation found while building the new image
     switch (w.kind) {
       case TransactWriteItem::Kind::kConditionCheck:
         continue;
       case TransactWriteItem::Kind::kDelete:
         if (pw.old_item) writes.push_back(std::move(pw));
         continue;
-      case TransactWriteItem::Kind::kPut: {
-        absl::Status v = store::ValidateIndexKeys(spec, w.item);
-        if (v.ok()) v = store::ValidateItemSize(w.item, false);
-        if (!v.ok()) {
-          validation(v);
-          continue;
-        }
+      case TransactWriteItem::Kind::kPut:
         pw.new_item = w.item;
         break;
-      }
       case TransactWriteItem::Kind::kUpdate: {
-        absl::Status v;
         for (const auto& name : a.update->TopLevelNamesWritten(w.args.names)) {
-          if (name == spec.hash_key.name || (spec.range_key && name == spec.range_key->name)) {
-            v =
-                ValidationError(fmt::format("One or more parameter values were invalid: Cannot "
-                                            "update attribute {}. This attribute is "
-                                            "part of the key",
-                                            name));
+          if (reason.ok() &&
+              (name == spec.hash_key.name || (spec.range_key && name == spec.range_key->name))) {
+            reason = ValidationError(
+                fmt::format("One or more parameter values were invalid: Cannot update attribute "
+                            "{}. This attribute is part of the key",
+                            name));
           }
         }
+        if (!reason.ok()) break;
         Item next = pw.old_item ? *pw.old_item : w.item;
-        if (v.ok()) v = a.update->Apply(next, w.args, nullptr);
-        if (v.ok()) v = store::ValidateIndexKeys(spec, next);
-        if (v.ok()) v = store::ValidateItemSize(next, true);
-        if (!v.ok()) {
-          validation(v);
-          continue;
-        }
+        if (auto v = a.update->Apply(next, w.args, nullptr); !v.ok()) return v;
         pw.new_item = std::move(next);
         break;
       }
+    }
+    if (reason.ok() && pw.new_item) {
+      if (auto v = store::ValidateIndexKeys(spec, *pw.new_item); !v.ok()) {
+        if (!store::IndexKeyTypeMismatch(spec, *pw.new_item)) return v;
+        reason = v;
+      }
+    }
+    if (reason.ok() && pw.new_item) {
+      if (auto v = store::ValidateItemSize(*pw.new_item, !is_put); !v.ok()) return v;
+    }
+    if (!reason.ok()) {
+      cancel(reason);
+      continue;
     }
     writes.push_back(std::move(pw));
   }
