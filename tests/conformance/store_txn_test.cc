@@ -4,15 +4,33 @@
 namespace outbox::conformance {
 namespace {
 
-TransactWriteItem CondCheck(const std::string& table, Item key, std::string cond,
-                            AttrValues vals = {}) {
+// A non-Put action on `key`: the expression is the update (kUpdate) or the condition.
+TransactWriteItem Action(TransactWriteItem::Kind kind, const std::string& table, Item key,
+                         std::optional<std::string> expression = std::nullopt,
+                         AttrValues vals = {}) {
   TransactWriteItem w;
-  w.kind = TransactWriteItem::Kind::kConditionCheck;
+  w.kind = kind;
   w.table = table;
   w.item = std::move(key);
-  w.condition = std::move(cond);
+  (kind == TransactWriteItem::Kind::kUpdate ? w.update : w.condition) = std::move(expression);
   w.args.values = std::move(vals);
   return w;
+}
+
+TransactWriteItem CondCheck(const std::string& table, Item key, std::string cond,
+                            AttrValues vals = {}) {
+  return Action(TransactWriteItem::Kind::kConditionCheck, table, std::move(key), std::move(cond),
+                std::move(vals));
+}
+
+TransactWriteItem TxnUpdate(const std::string& table, Item key, std::string update,
+                            AttrValues vals = {}) {
+  return Action(TransactWriteItem::Kind::kUpdate, table, std::move(key), std::move(update),
+                std::move(vals));
+}
+
+TransactWriteItem TxnDelete(const std::string& table, Item key) {
+  return Action(TransactWriteItem::Kind::kDelete, table, std::move(key));
 }
 
 TEST_P(StoreTest, AllOrNothing) {
@@ -83,25 +101,6 @@ TEST_P(StoreTest, ItemLevelValidationErrorIsAReason) {
   EXPECT_EQ(reasons[0].code, "None");
   EXPECT_EQ(reasons[1].code, "ValidationError");
   EXPECT_FALSE(Get("tbl", Key("a", "1")).has_value());
-}
-
-TransactWriteItem TxnUpdate(const std::string& table, Item key, std::string update,
-                            AttrValues vals = {}) {
-  TransactWriteItem w;
-  w.kind = TransactWriteItem::Kind::kUpdate;
-  w.table = table;
-  w.item = std::move(key);
-  w.update = std::move(update);
-  w.args.values = std::move(vals);
-  return w;
-}
-
-TransactWriteItem TxnDelete(const std::string& table, Item key) {
-  TransactWriteItem w;
-  w.kind = TransactWriteItem::Kind::kDelete;
-  w.table = table;
-  w.item = std::move(key);
-  return w;
 }
 
 // Problems DynamoDB finds in the request itself fail the whole call with a plain
