@@ -117,6 +117,51 @@ absl::StatusOr<GlobalSecondaryIndex> ParseGsi(const json& j, const std::string& 
   return g;
 }
 
+// ProvisionedThroughput {ReadCapacityUnits, WriteCapacityUnits}, each a whole number >= 1.
+absl::Status CheckThroughput(const Fields& parent) {
+  Fields t(parent.At("ProvisionedThroughput"), parent.Member("ProvisionedThroughput"),
+           "CreateTable");
+  DDBAPI_RETURN_IF_ERROR(t.Init({"ReadCapacityUnits", "WriteCapacityUnits"}));
+  for (const char* name : {"ReadCapacityUnits", "WriteCapacityUnits"}) {
+    DDBAPI_ASSIGN_OR_RETURN(auto units, t.OptInt(name));
+    if (!units) return t.Missing(name);
+    if (*units < 1) {
+      return ValidationError(fmt::format(
+          "1 validation error detected: Value '{}' at '{}' failed to satisfy constraint: Member "
+          "must have value greater than or equal to 1",
+          *units, t.Member(name)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// DynamoDB's default billing mode is PROVISIONED, which needs ProvisionedThroughput for the table
+// and for every GSI; PAY_PER_REQUEST takes none (docs/DYNAMODB-COMPATIBILITY.md).
+absl::Status CheckBilling(const Fields& f, const std::optional<std::string>& billing,
+                          const json* gsis) {
+  if (billing && *billing == "PAY_PER_REQUEST") {
+    if (f.Has("ProvisionedThroughput")) {
+      return ValidationError(
+          "One or more parameter values were invalid: Neither ReadCapacityUnits nor "
+          "WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST");
+    }
+    return absl::OkStatus();
+  }
+  if (!f.Has("ProvisionedThroughput")) {
+    return ValidationError("No provisioned throughput specified for the table");
+  }
+  DDBAPI_RETURN_IF_ERROR(CheckThroughput(f));
+  for (size_t i = 0; gsis && i < gsis->size(); ++i) {
+    Fields g((*gsis)[i], fmt::format("{}.{}.member", f.Member("GlobalSecondaryIndexes"), i + 1),
+             "CreateTable");
+    if (!g.Has("ProvisionedThroughput")) {
+      return ValidationError("No provisioned throughput specified for the global secondary index");
+    }
+    DDBAPI_RETURN_IF_ERROR(CheckThroughput(g));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckObject(const Fields& f, std::string_view name) {
   if (f.Has(name) && !f.At(name).is_object()) {
     return SerializationError(
@@ -140,7 +185,6 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
     return ValidationError("LocalSecondaryIndexes are not supported by this store");
   }
   DDBAPI_ASSIGN_OR_RETURN(auto billing, f.OptEnum("BillingMode", kBillingModeEnum));
-  (void)billing;
   DDBAPI_RETURN_IF_ERROR(CheckObject(f, "ProvisionedThroughput"));
   DDBAPI_RETURN_IF_ERROR(CheckObject(f, "SSESpecification"));
   DDBAPI_ASSIGN_OR_RETURN(auto tags, f.OptArray("Tags"));
@@ -148,7 +192,11 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
   DDBAPI_ASSIGN_OR_RETURN(auto table_class, f.OptString("TableClass"));
   (void)table_class;
   DDBAPI_ASSIGN_OR_RETURN(auto deletion_protection, f.OptBool("DeletionProtectionEnabled"));
-  (void)deletion_protection;
+  if (deletion_protection.value_or(false)) {  // refused, never silently dropped
+    return ValidationError(
+        "DeletionProtectionEnabled: deletion protection is not supported by the embedded store "
+        "(only false is accepted)");
+  }
 
   // AttributeDefinitions
   DDBAPI_ASSIGN_OR_RETURN(const json* defs_arr, f.ReqArray("AttributeDefinitions"));
@@ -199,6 +247,7 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
         "exactly match "
         "number of attributes defined in AttributeDefinitions");
   }
+  DDBAPI_RETURN_IF_ERROR(CheckBilling(f, billing, gsis));
   if (f.Has("StreamSpecification")) {
     Fields s(f.At("StreamSpecification"), f.Member("StreamSpecification"), "CreateTable");
     DDBAPI_RETURN_IF_ERROR(s.Init({"StreamEnabled", "StreamViewType"}));
@@ -320,6 +369,7 @@ json TableDescriptionToJson(const TableDescription& d) {
             {"KeySchema", KeySchemaJson(spec.hash_key, spec.range_key)},
             {"AttributeDefinitions", AttributeDefinitionsJson(spec)},
             {"BillingModeSummary", {{"BillingMode", "PAY_PER_REQUEST"}}},
+            {"DeletionProtectionEnabled", false},
             {"ProvisionedThroughput",
              {{"NumberOfDecreasesToday", 0}, {"ReadCapacityUnits", 0}, {"WriteCapacityUnits", 0}}}};
   if (!spec.global_secondary_indexes.empty()) {

@@ -39,7 +39,7 @@ class DdbCliTest : public ::testing::Test {
 };
 
 TEST_F(DdbCliTest, TableItemsQueryAndTransaction) {
-  Result c = Ddb("CreateTable", R"({"TableName":"orders",
+  Result c = Ddb("CreateTable", R"({"TableName":"orders","BillingMode":"PAY_PER_REQUEST",
     "AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"S"}],
     "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]})");
   ASSERT_EQ(c.code, 0) << c.out;

@@ -24,7 +24,7 @@ class DdbExecTest : public ::testing::Test {
     auto s = SqliteStore::Open(*db, &clock_, so);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = *std::move(s);
-    auto r = Run("CreateTable", R"({"TableName":"orders",
+    auto r = Run("CreateTable", R"({"TableName":"orders","BillingMode":"PAY_PER_REQUEST",
       "AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"S"},
                               {"AttributeName":"st","AttributeType":"S"}],
       "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}],
@@ -80,7 +80,7 @@ TEST_F(DdbExecTest, CreateAndDescribeTable) {
       "com.amazon.coral.validate#ValidationException");
   EXPECT_EQ(
       Err("CreateTable",
-          R"({"TableName":"orders","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
+          R"({"TableName":"orders","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
       "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]})")["__type"],
       "com.amazonaws.dynamodb.v20120810#ResourceInUseException");
   EXPECT_EQ(Err("DescribeTable", R"({"TableName":"nope"})")["__type"],

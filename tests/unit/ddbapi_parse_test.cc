@@ -129,7 +129,7 @@ TEST(DdbApiParse, CreateTableRoundTrip) {
 
 TEST(DdbApiParse, CreateTableTtlExtension) {
   auto r = ParseCreateTable(
-      J(R"({"TableName":"t_1","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
+      J(R"({"TableName":"t_1","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
     "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],
     "TimeToLiveSpecification":{"AttributeName":"expires","Enabled":true}})"));
   ASSERT_TRUE(r.ok()) << r.status();
@@ -340,7 +340,11 @@ TEST(DdbApiParse, CreateTableRules) {
       "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}])") +
         extra + "}");
   };
-  ASSERT_TRUE(ParseCreateTable(base("")).ok());
+  // An on-demand table, the billing mode every other case here uses.
+  auto on_demand = [&](const std::string& extra) {
+    return base((R"(,"BillingMode":"PAY_PER_REQUEST")" + extra).c_str());
+  };
+  ASSERT_TRUE(ParseCreateTable(on_demand("")).ok());
   ExpectError(
       ParseCreateTable(J(
           R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
@@ -356,12 +360,51 @@ TEST(DdbApiParse, CreateTableRules) {
           R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},
       {"AttributeName":"x","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]})")),
       "ValidationException", "Number of attributes in KeySchema does not exactly match");
-  ExpectError(ParseCreateTable(base(R"(,"StreamSpecification":{"StreamEnabled":true})")),
+  ExpectError(ParseCreateTable(on_demand(R"(,"StreamSpecification":{"StreamEnabled":true})")),
               "ValidationException", "StreamViewType");
-  ExpectError(ParseCreateTable(base(R"(,"LocalSecondaryIndexes":[])")), "ValidationException",
+  ExpectError(ParseCreateTable(on_demand(R"(,"LocalSecondaryIndexes":[])")), "ValidationException",
               "not supported");
   ExpectError(ParseCreateTable(base(R"(,"BillingMode":"FREE")")), "ValidationException",
               "at 'billingMode'");
+  ExpectError(ParseCreateTable(on_demand(R"(,"DeletionProtectionEnabled":true)")),
+              "ValidationException", "DeletionProtectionEnabled");
+  EXPECT_TRUE(ParseCreateTable(on_demand(R"(,"DeletionProtectionEnabled":false)")).ok());
+}
+
+// DynamoDB's default billing mode is PROVISIONED: a table (and each GSI) needs throughput unless
+// BillingMode is PAY_PER_REQUEST, which takes none.
+TEST(DdbApiParse, CreateTableBillingRules) {
+  auto table = [](const std::string& extra) {
+    return json::parse(
+        R"({"TableName":"tbl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},
+        {"AttributeName":"g","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}])" +
+        extra + "}");
+  };
+  const std::string gsi =
+      R"(,"GlobalSecondaryIndexes":[{"IndexName":"by_g","KeySchema":[{"AttributeName":"g","KeyType":"HASH"}],
+      "Projection":{"ProjectionType":"ALL"})";
+  const std::string units =
+      R"("ProvisionedThroughput":{"ReadCapacityUnits":5,"WriteCapacityUnits":7})";
+  ExpectError(ParseCreateTable(table(gsi + "}]")), "ValidationException",
+              "No provisioned throughput specified for the table");
+  ExpectError(ParseCreateTable(table(R"(,"BillingMode":"PROVISIONED")" + gsi + "}]")),
+              "ValidationException", "No provisioned throughput specified for the table");
+  ExpectError(ParseCreateTable(table("," + units + gsi + "}]")), "ValidationException",
+              "No provisioned throughput specified for the global secondary index");
+  EXPECT_TRUE(ParseCreateTable(table("," + units + gsi + "," + units + "}]")).ok());
+  EXPECT_TRUE(
+      ParseCreateTable(table(R"(,"BillingMode":"PROVISIONED",)" + units + gsi + "," + units + "}]"))
+          .ok());
+  ExpectError(ParseCreateTable(table(R"(,"BillingMode":"PAY_PER_REQUEST",)" + units + gsi + "}]")),
+              "ValidationException", "when BillingMode is PAY_PER_REQUEST");
+  ExpectError(ParseCreateTable(table(
+                  R"(,"ProvisionedThroughput":{"ReadCapacityUnits":0,"WriteCapacityUnits":1})" +
+                  gsi + "}]")),
+              "ValidationException", "provisionedThroughput.readCapacityUnits");
+  ExpectError(
+      ParseCreateTable(table(R"(,"ProvisionedThroughput":{"ReadCapacityUnits":1})" + gsi + "}]")),
+      "ValidationException", "writeCapacityUnits");
+  EXPECT_TRUE(ParseCreateTable(table(R"(,"BillingMode":"PAY_PER_REQUEST")" + gsi + "}]")).ok());
 }
 
 }  // namespace
