@@ -1,6 +1,7 @@
 // Reading the log: head, events, tenant registry, and chain verification.
 #include "engine/engine_impl.h"
 #include "fmt/format.h"
+#include "model/retention_row.h"
 
 namespace outbox::engine_internal {
 namespace {
@@ -117,20 +118,15 @@ absl::StatusOr<VerifyResult> EngineImpl::VerifyChain(const std::string& tenant, 
   auto ret = store_->GetItem(g);
   if (!ret.ok()) return ret.status();
   if (ret->has_value()) {
-    const Item& it = **ret;
-    auto seq = it.find("anchor_seq");
-    auto hash = it.find("anchor_hash");
-    int64_t anchor = 0;
-    if (seq == it.end() || !seq->second.is(Type::N) || !seq->second.n().ToInt64(&anchor) ||
-        anchor < 0 || hash == it.end() || !hash->second.is(Type::S) ||
-        hash->second.s().size() != 64) {
-      fail(1, ChainBreak::kEdited, "the retention anchor row is malformed");
-    } else if (anchor > 0) {
-      res.anchor_seq = anchor;
-      res.anchor_hash = hash->second.s();
-      res.last_seq = anchor;
+    auto row = retention_row::Decode(**ret, tenant);
+    if (!row.ok()) {
+      fail(1, ChainBreak::kEdited, std::string(row.status().message()));
+    } else if (row->anchor_seq > 0) {
+      res.anchor_seq = row->anchor_seq;
+      res.anchor_hash = row->anchor_hash;
+      res.last_seq = row->anchor_seq;
       prev = res.anchor_hash;
-      expected = anchor + 1;
+      expected = row->anchor_seq + 1;
     }
   }
   QueryRequest q;

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "fmt/format.h"
+#include "model/retention_row.h"
 #include "ops/ops_impl.h"
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
@@ -25,12 +26,8 @@ namespace {
 constexpr int kReadPage = 500;
 constexpr size_t kDeleteChunk = 50;  // DynamoDB allows 100 actions per transaction
 
-struct RetentionRow {
+struct RetentionRow : retention_row::Row {
   bool exists = false;
-  int64_t anchor_seq = 0;
-  std::string anchor_hash = std::string(kGenesisHash);
-  int64_t settled_seq = 0;
-  int64_t removed_total = 0;
 };
 
 absl::StatusOr<RetentionRow> ReadRetentionRow(Store* store, const std::string& table,
@@ -43,19 +40,10 @@ absl::StatusOr<RetentionRow> ReadRetentionRow(Store* store, const std::string& t
   if (!r.ok()) return r.status();
   RetentionRow row;
   if (!r->has_value()) return row;
-  const Item& it = **r;
+  auto decoded = retention_row::Decode(**r, tenant);
+  if (!decoded.ok()) return decoded.status();
+  static_cast<retention_row::Row&>(row) = *std::move(decoded);
   row.exists = true;
-  row.anchor_seq = IntAttr(it, "anchor_seq");
-  row.settled_seq = IntAttr(it, "settled_seq");
-  row.removed_total = IntAttr(it, "removed_total");
-  std::string h = StrAttr(it, "anchor_hash");
-  if (h.size() != 64 || row.anchor_seq < 0 || row.settled_seq < row.anchor_seq) {
-    return absl::DataLossError(
-        fmt::format("the retention row of tenant {} is malformed (anchor_seq {}, settled_seq {}, "
-                    "anchor_hash \"{}\")",
-                    tenant, row.anchor_seq, row.settled_seq, h));
-  }
-  row.anchor_hash = std::move(h);
   return row;
 }
 

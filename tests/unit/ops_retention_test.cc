@@ -323,6 +323,31 @@ TEST_F(Retention, NeverRemovesARangeThatDoesNotVerify) {
   EXPECT_EQ(Verify("t1").anchor_seq, 0);
 }
 
+// A malformed retention row (short hash, settled below the anchor) is one reading for both
+// users of it: verification reports the chain broken with the reason, retention refuses the
+// tenant with DataLoss and removes nothing.
+TEST_F(Retention, AMalformedRetentionRowBreaksVerificationAndStopsRetention) {
+  Subscribe("billing");
+  auto evs = EmitN("t1", 4);
+  clock_.Advance(absl::Hours(24 * 40));
+  Relay();
+  Drain();
+  for (auto [hash, settled] : {std::pair<std::string, int64_t>{"abc", 4}, {evs[1].hash, 1}}) {
+    SCOPED_TRACE(hash);
+    PutRetentionRow("t1", 2, hash, settled);
+    VerifyResult v = Verify("t1");
+    EXPECT_FALSE(v.chain_intact);
+    EXPECT_EQ(v.reason, ChainBreak::kEdited);
+    EXPECT_THAT(v.detail, HasSubstr("retention row of tenant t1 is malformed"));
+    ops::RetentionOptions o;
+    o.keep = absl::Hours(24 * 30);
+    auto r = ops_->ApplyRetention(o);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr("malformed"));
+    EXPECT_EQ(LogSeqs("t1").size(), 4u);
+  }
+}
+
 TEST_F(Retention, DryRunChangesNothingAndBadInputNamesTheField) {
   Subscribe("billing");
   EmitN("t1", 3);
