@@ -64,6 +64,17 @@ sim: bootstrap $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target sim_run
 	$(BUILD)/tests/sim_run --seeds $(FIRST)..$$(( $(FIRST) + $(SEEDS) - 1 )) --jobs $(JOBS)
 
+# Differential campaign against DynamoDB Local (docs/DYNAMODB-COMPATIBILITY.md
+# "Differential test"): SEEDS fresh seeds of DIFF_STEPS requests each, about a
+# quarter of them invalid; prints the match rate, fails on any difference.
+DIFF_STEPS ?= 500
+.PHONY: ddb-diff
+ddb-diff: SEEDS := 20
+ddb-diff: bootstrap $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target conformance_store
+	OUTBOX_DIFF_SEEDS=$(SEEDS) OUTBOX_DIFF_STEPS=$(DIFF_STEPS) \
+	  $(BUILD)/tests/conformance_store --gtest_filter='StoreDifferential.*'
+
 # Power-loss campaign (docs/TESTING.md "Power loss"): CRASH_SEEDS runs of
 # CRASH_ROUNDS random power cuts each, every run on its own file and seed.
 CRASH_SEEDS ?= 10
