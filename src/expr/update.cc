@@ -291,9 +291,12 @@ class UpdateImpl : public Update {
                 [](const Write& a, const Write& b) { return PathLess(a.path, b.path); });
       std::sort(removes.begin(), removes.end(),
                 [](const Path& a, const Path& b) { return PathLess(b, a); });
+      // `updated` gets the paths as the expression names them, as DynamoDB's UPDATED_OLD /
+      // UPDATED_NEW project them: an append past a list's end (SET l[100]) is written at the
+      // real end but projects as l[100], i.e. to nothing.
       for (Write& w : writes) {
-        Path actual = WriteAt(item, w.path, std::move(*w.value));
-        if (updated) updated->push_back(std::move(actual));
+        (void)WriteAt(item, w.path, std::move(*w.value));
+        if (updated) updated->push_back(w.path);
       }
       for (const Path& p : removes) {
         RemoveAt(item, p);

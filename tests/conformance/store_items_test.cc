@@ -224,6 +224,52 @@ TEST_P(StoreTest, UpdateItemUpsertsAndReturnsValues) {
   EXPECT_EQ(got->at("count"), N(3));
 }
 
+// UPDATED_OLD / UPDATED_NEW return only the paths the update wrote, nested in their
+// top-level attribute, not the whole attribute; a path that did not exist before (or, for an
+// append past a list's end, after) is not returned.
+TEST_P(StoreTest, UpdatedReturnValuesProjectOnlyTheNestedPathsWritten) {
+  Create(Spec());
+  const Item base = I(
+      R"({"pk":"a","sk":"1","m":{"x":1,"y":2,"z":{"q":"deep"}},"l":[10,20,{"k":"v"}],"s":"top"})");
+  struct Case {
+    ReturnValues rv;
+    std::string update;
+    std::string want;  // plain JSON of the returned attributes, "" for none
+  };
+  const std::vector<Case> cases = {
+      {ReturnValues::kUpdatedOld, "SET m.x = :v", R"({"m":{"x":1}})"},
+      {ReturnValues::kUpdatedOld, "SET l[1] = :v", R"({"l":[20]})"},
+      {ReturnValues::kUpdatedOld, "SET m.x = :v, l[0] = :v", R"({"m":{"x":1},"l":[10]})"},
+      {ReturnValues::kUpdatedOld, "SET m.z.q = :v, s = :v",
+       R"({"m":{"z":{"q":"deep"}},"s":"top"})"},
+      {ReturnValues::kUpdatedOld, "SET m.fresh = :v", ""},
+      {ReturnValues::kUpdatedOld, "REMOVE l[1], l[7]", R"({"l":[20]})"},
+      {ReturnValues::kUpdatedNew, "SET m.z.q = :v", R"({"m":{"z":{"q":7}}})"},
+      {ReturnValues::kUpdatedNew, "SET l[2].k = :v", R"({"l":[{"k":7}]})"},
+      {ReturnValues::kUpdatedNew, "SET m.x = :v REMOVE m.y", R"({"m":{"x":7}})"},
+      {ReturnValues::kUpdatedNew, "SET l[5] = :v", ""},
+      {ReturnValues::kUpdatedNew, "ADD m.x :v", R"({"m":{"x":8}})"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.update);
+    ASSERT_TRUE(Put("tbl", base).ok());
+    UpdateRequest u;
+    u.table = "tbl";
+    u.key = Key("a", "1");
+    u.update = c.update;
+    if (c.update.find(":v") != std::string::npos) u.args.values = {{":v", N(7)}};
+    u.return_values = c.rv;
+    auto r = store().UpdateItem(u);
+    ASSERT_TRUE(r.ok()) << r.status();
+    if (c.want.empty()) {
+      EXPECT_FALSE(r->attributes.has_value()) << ddbjson::Encode(*r->attributes).dump();
+    } else {
+      ASSERT_TRUE(r->attributes.has_value());
+      EXPECT_EQ(*r->attributes, I(c.want)) << ddbjson::Encode(*r->attributes).dump();
+    }
+  }
+}
+
 TEST_P(StoreTest, UpdateRefusesKeyChangesAndBadPaths) {
   Create(Spec());
   ASSERT_TRUE(Put("tbl", I(R"({"pk":"a","sk":"1","n":1,"m":{"x":1}})")).ok());
