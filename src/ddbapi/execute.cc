@@ -7,6 +7,7 @@
 #include "ddbapi/fields.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "model/error_marks.h"
 #include "outbox/errors.h"
 
 namespace outbox::ddbapi {
@@ -62,35 +63,51 @@ absl::StatusOr<json> DoUpdateTimeToLive(Store& store, const json& body) {
       {"TimeToLiveSpecification", {{"AttributeName", u.attribute}, {"Enabled", u.enabled}}}};
 }
 
+// A parse error DynamoDB reports only for an existing table (model/error_marks.h): when the
+// request's table does not exist, ResourceNotFoundException instead.
+absl::Status TableFirst(Store& s, const json& body, absl::Status parse_error) {
+  if (!error_marks::IsAfterTableCheck(parse_error)) return parse_error;
+  auto name = body.find("TableName");
+  if (name == body.end() || !name->is_string()) return parse_error;
+  auto d = s.DescribeTable(name->get<std::string>());
+  if (!d.ok() && DdbErrorName(d.status()) == ddb_error::kResourceNotFound) return d.status();
+  return parse_error;
+}
+
+#define DDBAPI_PARSE_OR_RETURN(lhs, parse, store, body)                          \
+  auto lhs##_parsed = (parse);                                                   \
+  if (!lhs##_parsed.ok()) return TableFirst(store, body, lhs##_parsed.status()); \
+  auto lhs = *std::move(lhs##_parsed)
+
 const std::map<std::string, Handler, std::less<>>& Handlers() {
   static const auto* h = new std::map<std::string, Handler, std::less<>>{
       {"PutItem",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
-         DDBAPI_ASSIGN_OR_RETURN(auto r, ParsePutItem(b));
+         DDBAPI_PARSE_OR_RETURN(r, ParsePutItem(b), s, b);
          DDBAPI_ASSIGN_OR_RETURN(auto res, s.PutItem(r));
          return WriteResponseToJson(res);
        }},
       {"UpdateItem",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
-         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseUpdateItem(b));
+         DDBAPI_PARSE_OR_RETURN(r, ParseUpdateItem(b), s, b);
          DDBAPI_ASSIGN_OR_RETURN(auto res, s.UpdateItem(r));
          return WriteResponseToJson(res);
        }},
       {"DeleteItem",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
-         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseDeleteItem(b));
+         DDBAPI_PARSE_OR_RETURN(r, ParseDeleteItem(b), s, b);
          DDBAPI_ASSIGN_OR_RETURN(auto res, s.DeleteItem(r));
          return WriteResponseToJson(res);
        }},
       {"GetItem",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
-         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseGetItem(b));
+         DDBAPI_PARSE_OR_RETURN(r, ParseGetItem(b), s, b);
          DDBAPI_ASSIGN_OR_RETURN(auto res, s.GetItem(r));
          return GetItemResponseToJson(res);
        }},
       {"Query",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
-         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseQuery(b));
+         DDBAPI_PARSE_OR_RETURN(r, ParseQuery(b), s, b);
          DDBAPI_ASSIGN_OR_RETURN(auto res, s.Query(r));
          return QueryResponseToJson(res, r.select == Select::kCount);
        }},

@@ -4,6 +4,7 @@
 #include "ddbapi/ddbapi.h"
 #include "ddbapi/fields.h"
 #include "fmt/format.h"
+#include "model/error_marks.h"
 #include "outbox/errors.h"
 
 namespace outbox::ddbapi {
@@ -142,9 +143,9 @@ absl::StatusOr<QueryRequest> ParseQuery(const json& body) {
   }
   DDBAPI_ASSIGN_OR_RETURN(auto kc, f.OptString("KeyConditionExpression"));
   if (!kc)
-    return ValidationError(
+    return error_marks::AfterTableCheck(ValidationError(
         "Either the KeyConditions or KeyConditionExpression parameter must be specified in the "
-        "request.");
+        "request."));
   r.key_condition = *std::move(kc);
   DDBAPI_ASSIGN_OR_RETURN(r.filter, f.OptString("FilterExpression"));
   DDBAPI_ASSIGN_OR_RETURN(r.projection, f.OptString("ProjectionExpression"));

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/ddb_path.h"
+#include "model/error_marks.h"
 #include "outbox/errors.h"
 #include "util/absl_compat.h"
 
@@ -21,7 +22,8 @@ constexpr std::string_view kBase64Chars =
 constexpr char kInvalid[] = "One or more parameter values were invalid: ";
 
 absl::Status Invalid(std::string_view rule, const std::string& path) {
-  return ValidationError(absl::StrCat(std::string(rule), AtPath(path)));
+  return error_marks::AfterTableCheck(
+      ValidationError(absl::StrCat(std::string(rule), AtPath(path))));
 }
 absl::Status Serialization(std::string_view rule, const std::string& path) {
   return DdbError(ddb_error::kSerialization, absl::StrCat(std::string(rule), AtPath(path)));

@@ -191,6 +191,10 @@ TEST_P(StoreTest, BadKeyConditionsAreValidationErrors) {
   q.limit = 0;
   EXPECT_DDB_ERROR(store().Query(q).status(), "ValidationException");
   q.limit.reset();
+  q.select = Select::kSpecificAttributes;  // without a ProjectionExpression
+  EXPECT_DDB_ERROR(store().Query(q).status(), "ValidationException");
+  q.projection = "pk";
+  EXPECT_TRUE(store().Query(q).ok());
   q.table = "missing";
   EXPECT_DDB_ERROR(store().Query(q).status(), "ResourceNotFoundException");
 }

@@ -87,6 +87,37 @@ TEST_F(DdbExecTest, CreateAndDescribeTable) {
             "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException");
 }
 
+// DynamoDB looks the table up before it reports a bad attribute value or a missing key
+// condition: ResourceNotFoundException for a table that does not exist, ValidationException
+// for one that does (docs/DYNAMODB-COMPATIBILITY.md "Order of checks").
+TEST_F(DdbExecTest, AMissingTableIsReportedBeforeABadValue) {
+  const std::string rnf = "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException";
+  const std::string ve = "com.amazon.coral.validate#ValidationException";
+  for (const std::string table : {"nosuchtable", "orders"}) {
+    SCOPED_TRACE(table);
+    const std::string& want = table == "orders" ? ve : rnf;
+    const std::string t = R"({"TableName":")" + table + R"(",)";
+    EXPECT_EQ(
+        Err("PutItem",
+            (t + R"("Item":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"abc"}}})").c_str())["__type"],
+        want);
+    EXPECT_EQ(
+        Err("PutItem",
+            (t + R"("Item":{"pk":{"S":"a"},"sk":{"S":"1"},"s":{"SS":[]}}})").c_str())["__type"],
+        want);
+    EXPECT_EQ(
+        Err("GetItem", (t + R"("Key":{"pk":{"N":"1e999999"},"sk":{"S":"1"}}})").c_str())["__type"],
+        want);
+    EXPECT_EQ(Err("Query", (t + R"("Limit":1})").c_str())["__type"], want);
+  }
+  // Names without an expression are a problem of the request itself: reported first.
+  EXPECT_EQ(
+      Err("GetItem",
+          R"({"TableName":"nosuchtable","Key":{"pk":{"S":"a"}},"ExpressionAttributeNames":{"#a":"a"}})")
+          ["__type"],
+      ve);
+}
+
 TEST_F(DdbExecTest, ItemLifecycle) {
   EXPECT_EQ(
       Ok("PutItem",

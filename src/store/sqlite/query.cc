@@ -83,6 +83,11 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
             "ALL_PROJECTED_ATTRIBUTES or COUNT");
       }
     }
+    if (req.select == Select::kSpecificAttributes && !req.projection) {
+      return ValidationError(
+          "Must specify the AttributesToGet or ProjectionExpression when choosing to get "
+          "SPECIFIC_ATTRIBUTES");
+    }
     if (req.limit && *req.limit < 1) {
       return ValidationError(
           fmt::format("1 validation error detected: Value '{}' at 'limit' failed to satisfy "
