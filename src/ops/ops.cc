@@ -338,7 +338,11 @@ absl::Status Ops::Impl::SendEvent(const Item& event_row, const std::string& tena
   SendMessageRequest m;
   m.body = ddbjson::Encode(event_row).dump();
   m.group_id = tenant;
-  m.dedup_id = fmt::format("{}-{}{}", event_id, tag, clock->NowMillis());
+  // Unique per send: the event id alone (the relay's dedup id) or with the time was collapsed
+  // by the FIFO dedup window when the same event was redriven or replayed twice within it (in
+  // one millisecond for the time), leaving its reset rows with nothing to run them (simulation
+  // finding 7). A fresh ULID (time + 80 random bits, monotonic in this process) cannot repeat.
+  m.dedup_id = fmt::format("{}-{}{}", event_id, tag, NewEventId(clock->NowMillis()));
   auto r = queue->Send(options.queue, m);
   return r.status();
 }

@@ -278,5 +278,56 @@ TEST_F(Runbook, RedriveMovesTheMessageBackFromTheDlq) {
   EXPECT_EQ(Runs(e, "billing"), 1);  // RETRY was claimable: it runs on the moved message too
 }
 
+// Two redrives of one event in the same millisecond (an operator's loop, two consoles, the
+// simulation's manual clock) must both reach the queue: a dedup id made of the event id and the
+// time alone was swallowed by the FIFO dedup window, leaving the reset row RETRY with nothing to
+// run it (simulation finding 7, seed 83071861).
+TEST_F(Runbook, TwoRedrivesInOneMillisecondBothReachTheQueue) {
+  Subscribe("notify");
+  modes_["notify"] = Mode::kTerminal;
+  Envelope e = Emit("t1");
+  Relay();
+  ASSERT_TRUE(Worker().RunOnce().ok());
+  ASSERT_EQ(Status(e, "notify"), InboxStatus::kDead);
+  auto first = ops_->Redrive({});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->from_log, 1);
+  ASSERT_TRUE(Worker().RunOnce().ok());  // still broken: dead again, no time has passed
+  ASSERT_EQ(Status(e, "notify"), InboxStatus::kDead);
+  EXPECT_EQ(Depth(kQueue), 0);
+
+  modes_["notify"] = Mode::kOk;
+  auto second = ops_->Redrive({});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->from_log, 1);
+  EXPECT_EQ(Depth(kQueue), 1);  // not collapsed into the first redrive's message
+  ASSERT_TRUE(Worker().RunOnce().ok());
+  EXPECT_EQ(Status(e, "notify"), InboxStatus::kCompleted);
+  EXPECT_EQ(Runs(e, "notify"), 1);
+}
+
+// The same for replays: two forced replays of one event in one millisecond each run it.
+TEST_F(Runbook, TwoReplaysInOneMillisecondBothReachTheQueue) {
+  Subscribe("notify");
+  Envelope e = Emit("t1");
+  Relay();
+  ASSERT_TRUE(Worker().RunOnce().ok());
+  ASSERT_EQ(Runs(e, "notify"), 1);
+  for (int round = 2; round <= 3; ++round) {
+    ops::ReplayRequest r;
+    r.tenant = "t1";
+    r.from_seq = e.seq;
+    r.to_seq = e.seq;
+    r.subscriptions = {"notify"};
+    r.force = true;
+    auto res = ops_->Replay(r);
+    ASSERT_TRUE(res.ok()) << res.status();
+    EXPECT_EQ(res->enqueued, 1);
+    EXPECT_EQ(Depth(kQueue), 1) << "round " << round;
+    ASSERT_TRUE(Worker().RunOnce().ok());
+    EXPECT_EQ(Runs(e, "notify"), round);
+  }
+}
+
 }  // namespace
 }  // namespace outbox::ops_test
