@@ -128,8 +128,8 @@ TEST(DdbApiParse, CreateTableRoundTrip) {
 }
 
 TEST(DdbApiParse, CreateTableTtlExtension) {
-  auto r = ParseCreateTable(
-      J(R"({"TableName":"t_1","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
+  auto r = ParseCreateTable(J(
+      R"({"TableName":"t_1","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
     "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],
     "TimeToLiveSpecification":{"AttributeName":"expires","Enabled":true}})"));
   ASSERT_TRUE(r.ok()) << r.status();
