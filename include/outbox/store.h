@@ -34,12 +34,21 @@ struct KeyAttribute {
 
 enum class ProjectionType { kAll, kKeysOnly, kInclude };
 
+// BillingMode PROVISIONED: capacity units, each >= 1. A table or index without one is
+// PAY_PER_REQUEST (on-demand). A provisioned table needs it on every GSI; an on-demand one on none.
+struct ProvisionedThroughput {
+  int64_t read_capacity_units = 1;
+  int64_t write_capacity_units = 1;
+  bool operator==(const ProvisionedThroughput&) const = default;
+};
+
 struct GlobalSecondaryIndex {
   std::string name;
   KeyAttribute hash_key;
   std::optional<KeyAttribute> range_key;
   ProjectionType projection = ProjectionType::kAll;
-  std::vector<std::string> non_key_attributes;  // for kInclude
+  std::vector<std::string> non_key_attributes;       // for kInclude
+  std::optional<ProvisionedThroughput> provisioned;  // as the table's: both or neither
   bool operator==(const GlobalSecondaryIndex&) const = default;
 };
 
@@ -52,7 +61,8 @@ struct TableSpec {
   std::vector<GlobalSecondaryIndex> global_secondary_indexes;
   bool stream_enabled = false;
   StreamViewType stream_view_type = StreamViewType::kNewAndOldImages;
-  std::optional<std::string> ttl_attribute;  // TTL enabled when set
+  std::optional<std::string> ttl_attribute;          // TTL enabled when set
+  std::optional<ProvisionedThroughput> provisioned;  // absent: PAY_PER_REQUEST
 };
 
 struct TableDescription {
@@ -134,6 +144,70 @@ struct QueryResult {
   int64_t scanned_count = 0;  // read
   std::optional<Item> last_evaluated_key;
 };
+
+// Scan: every item of a table (or index), in no particular order that callers may rely on.
+// Limit, the 1 MB page and ExclusiveStartKey page the read as Query does; a parallel scan sets
+// both segment and total_segments (0 <= segment < total_segments <= 1,000,000): the segments of
+// one total partition the items by partition key (each item is in exactly one segment).
+struct ScanRequest {
+  std::string table;
+  std::optional<std::string> index;
+  std::optional<std::string> filter;  // may name key attributes (unlike Query's filter)
+  std::optional<std::string> projection;
+  ExpressionArgs args;
+  std::optional<int> limit;  // items read before the filter
+  std::optional<Item> exclusive_start_key;
+  std::optional<Select> select;  // ALL_PROJECTED_ATTRIBUTES needs an index
+  bool consistent_read = false;
+  std::optional<int> segment;
+  std::optional<int> total_segments;
+};
+
+inline constexpr int kMaxTotalSegments = 1000000;
+
+// One request of BatchWriteItem: put `item`, or delete the item whose key is `item`. No
+// conditions, no ReturnValues (DynamoDB's BatchWriteItem has neither).
+struct BatchWrite {
+  enum class Kind { kPut, kDelete };
+  Kind kind = Kind::kPut;
+  Item item;
+  bool operator==(const BatchWrite&) const = default;
+};
+
+// RequestItems: table name -> its writes (1–25 in all; one item at most once).
+struct BatchWriteRequest {
+  std::map<std::string, std::vector<BatchWrite>> items;
+};
+
+// UnprocessedItems: writes the backend did not apply (DynamoDB under throttling); send them
+// again. The embedded store applies every write in one commit and never leaves any.
+struct BatchWriteResult {
+  std::map<std::string, std::vector<BatchWrite>> unprocessed;
+};
+
+struct KeysAndAttributes {
+  std::vector<Item> keys;
+  std::optional<std::string> projection;
+  AttrNames names;
+  bool consistent_read = false;
+  bool operator==(const KeysAndAttributes&) const = default;
+};
+
+// RequestItems: table name -> keys (1–100 in all; one key at most once).
+struct BatchGetRequest {
+  std::map<std::string, KeysAndAttributes> items;
+};
+
+struct BatchGetResult {
+  // Found items by table, in no particular order; a key with no item is simply absent.
+  std::map<std::string, std::vector<Item>> responses;
+  // UnprocessedKeys: keys not read (a response over 16 MB, throttling); ask for them again.
+  std::map<std::string, KeysAndAttributes> unprocessed;
+};
+
+inline constexpr int kMaxBatchWriteItems = 25;
+inline constexpr int kMaxBatchGetItems = 100;
+inline constexpr int64_t kMaxBatchBytes = 16 * 1024 * 1024;
 
 struct TransactWriteItem {
   enum class Kind { kPut, kUpdate, kDelete, kConditionCheck };
@@ -227,6 +301,12 @@ class Store {
   // nullopt when the item does not exist.
   virtual absl::StatusOr<std::optional<Item>> GetItem(const GetRequest& req) = 0;
   virtual absl::StatusOr<QueryResult> Query(const QueryRequest& req) = 0;
+  virtual absl::StatusOr<QueryResult> Scan(const ScanRequest& req) = 0;
+  // Each write is applied or returned as unprocessed; there is no all-or-nothing (use
+  // TransactWriteItems for that). Invalid requests (see docs/DYNAMODB-COMPATIBILITY.md) change
+  // nothing.
+  virtual absl::StatusOr<BatchWriteResult> BatchWriteItem(const BatchWriteRequest& req) = 0;
+  virtual absl::StatusOr<BatchGetResult> BatchGetItem(const BatchGetRequest& req) = 0;
   virtual absl::Status TransactWriteItems(const TransactWriteRequest& req) = 0;
   // One entry per request, in order; nullopt for missing items.
   virtual absl::StatusOr<std::vector<std::optional<Item>>> TransactGetItems(

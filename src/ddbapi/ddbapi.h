@@ -40,6 +40,9 @@ absl::StatusOr<UpdateRequest> ParseUpdateItem(const json& body);
 absl::StatusOr<DeleteRequest> ParseDeleteItem(const json& body);
 absl::StatusOr<GetRequest> ParseGetItem(const json& body);
 absl::StatusOr<QueryRequest> ParseQuery(const json& body);
+absl::StatusOr<ScanRequest> ParseScan(const json& body);
+absl::StatusOr<BatchWriteRequest> ParseBatchWriteItem(const json& body);
+absl::StatusOr<BatchGetRequest> ParseBatchGetItem(const json& body);
 absl::StatusOr<TransactWriteRequest> ParseTransactWriteItems(const json& body);
 absl::StatusOr<std::vector<GetRequest>> ParseTransactGetItems(const json& body);
 // AttributeDefinitions, KeySchema, GlobalSecondaryIndexes, StreamSpecification,
@@ -66,6 +69,9 @@ json ToJson(const UpdateRequest& r);  // UpdateItem
 json ToJson(const DeleteRequest& r);  // DeleteItem
 json ToJson(const GetRequest& r);     // GetItem
 json ToJson(const QueryRequest& r);   // Query
+json ToJson(const ScanRequest& r);    // Scan
+json ToJson(const BatchWriteRequest& r);
+json ToJson(const BatchGetRequest& r);
 json ToJson(const TransactWriteRequest& r);
 json ToTransactGetJson(const std::vector<GetRequest>& gets);
 // CreateTable, without TTL (standard DynamoDB); send UpdateTimeToLiveJson after it.
@@ -81,6 +87,8 @@ json GetItemResponseToJson(const std::optional<Item>& item);  // {} or {"Item":�
 // {"Items":[…],"Count":n,"ScannedCount":n[,"LastEvaluatedKey":…]}; Items omitted for Select=COUNT.
 json QueryResponseToJson(const QueryResult& r, bool count_only = false);
 json TransactGetResponseToJson(const std::vector<std::optional<Item>>& items);
+json BatchWriteResponseToJson(const BatchWriteResult& r);  // {"UnprocessedItems":{…}}
+json BatchGetResponseToJson(const BatchGetResult& r);  // {"Responses":{…},"UnprocessedKeys":{…}}
 // The TableDescription object (wrap it: CreateTable/DeleteTable "TableDescription",
 // DescribeTable "Table"). TTL is not part of it (DescribeTimeToLive is).
 json TableDescriptionToJson(const TableDescription& d);
@@ -92,6 +100,8 @@ absl::StatusOr<WriteResult> WriteResponseFromJson(const json& j);
 absl::StatusOr<std::optional<Item>> GetItemResponseFromJson(const json& j);
 absl::StatusOr<QueryResult> QueryResponseFromJson(const json& j);
 absl::StatusOr<std::vector<std::optional<Item>>> TransactGetResponseFromJson(const json& j);
+absl::StatusOr<BatchWriteResult> BatchWriteResponseFromJson(const json& j);
+absl::StatusOr<BatchGetResult> BatchGetResponseFromJson(const json& j);
 // Accepts the inner object or a wrapper {"Table"|"TableDescription": …}.
 absl::StatusOr<TableDescription> TableDescriptionFromJson(const json& j);
 

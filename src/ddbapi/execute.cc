@@ -111,6 +111,24 @@ const std::map<std::string, Handler, std::less<>>& Handlers() {
          DDBAPI_ASSIGN_OR_RETURN(auto res, s.Query(r));
          return QueryResponseToJson(res, r.select == Select::kCount);
        }},
+      {"Scan",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_PARSE_OR_RETURN(r, ParseScan(b), s, b);
+         DDBAPI_ASSIGN_OR_RETURN(auto res, s.Scan(r));
+         return QueryResponseToJson(res, r.select == Select::kCount);
+       }},
+      {"BatchWriteItem",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseBatchWriteItem(b));
+         DDBAPI_ASSIGN_OR_RETURN(auto res, s.BatchWriteItem(r));
+         return BatchWriteResponseToJson(res);
+       }},
+      {"BatchGetItem",
+       [](Store& s, const json& b) -> absl::StatusOr<json> {
+         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseBatchGetItem(b));
+         DDBAPI_ASSIGN_OR_RETURN(auto res, s.BatchGetItem(r));
+         return BatchGetResponseToJson(res);
+       }},
       {"TransactWriteItems",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
          DDBAPI_ASSIGN_OR_RETURN(auto r, ParseTransactWriteItems(b));

@@ -198,6 +198,28 @@ absl::Status Fields::NoLegacy(std::initializer_list<std::string_view> legacy,
       fmt::join(used_legacy, ", ")));
 }
 
+absl::StatusOr<const json*> Fields::ReqObject(std::string_view name) const {
+  if (!Has(name)) return Missing(name);
+  const json& v = At(name);
+  if (!v.is_object()) return WrongType(what_, Member(name), "object", v);
+  return &v;
+}
+
+absl::Status Fields::TableNameKeys(std::string_view name) const {
+  for (const auto& [t, v] : At(name).items()) {
+    bool ok = t.size() >= 3 && t.size() <= 255;
+    for (unsigned char c : t) ok = ok && (std::isalnum(c) || c == '_' || c == '.' || c == '-');
+    if (!ok) {
+      return ConstraintError(fmt::format("'{}'", t), Member(name),
+                             "Map keys must satisfy constraint: [Member must have length less "
+                             "than or equal to 255, Member must have length greater than or "
+                             "equal to 3, Member must satisfy regular expression pattern: "
+                             "[a-zA-Z0-9_.-]+]");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> Fields::TableName(std::string_view name) const {
   DDBAPI_ASSIGN_OR_RETURN(std::string t, ReqString(name));
   std::string repr = fmt::format("'{}'", t);

@@ -73,6 +73,10 @@ class Fields {
   // A required array (SerializationException when not an array).
   absl::StatusOr<const nlohmann::json*> ReqArray(std::string_view name) const;
   absl::StatusOr<const nlohmann::json*> OptArray(std::string_view name) const;
+  // A required object (SerializationException when not an object).
+  absl::StatusOr<const nlohmann::json*> ReqObject(std::string_view name) const;
+  // The keys of a map member (e.g. BatchWriteItem's RequestItems) must be table names.
+  absl::Status TableNameKeys(std::string_view name) const;
   // Refuses legacy parameters. `expression_params` are the expression
   // parameters of this request, to name them in the message.
   absl::Status NoLegacy(std::initializer_list<std::string_view> legacy,

@@ -1,10 +1,12 @@
 // Request JSON -> Store request structs (strict, DynamoDB wording).
+#include <algorithm>
 #include <set>
 
 #include "ddbapi/ddbapi.h"
 #include "ddbapi/fields.h"
 #include "fmt/format.h"
 #include "model/error_marks.h"
+#include "outbox/ddb_json.h"
 #include "outbox/errors.h"
 
 namespace outbox::ddbapi {
@@ -169,6 +171,49 @@ absl::StatusOr<QueryRequest> ParseQuery(const json& body) {
   return r;
 }
 
+absl::StatusOr<ScanRequest> ParseScan(const json& body) {
+  Fields f(body, "", "Scan");
+  DDBAPI_RETURN_IF_ERROR(
+      f.Init({"TableName", "IndexName", "FilterExpression", "ProjectionExpression",
+              "ExpressionAttributeNames", "ExpressionAttributeValues", "Limit", "ExclusiveStartKey",
+              "Select", "ConsistentRead", "Segment", "TotalSegments", kRcc, "ScanFilter",
+              "AttributesToGet", "ConditionalOperator"}));
+  DDBAPI_RETURN_IF_ERROR(f.NoLegacy({"ScanFilter", "AttributesToGet", "ConditionalOperator"},
+                                    {"FilterExpression", "ProjectionExpression",
+                                     "ExpressionAttributeNames", "ExpressionAttributeValues"}));
+  ScanRequest r;
+  DDBAPI_ASSIGN_OR_RETURN(r.table, f.TableName());
+  if (f.Has("IndexName")) {
+    DDBAPI_ASSIGN_OR_RETURN(r.index, f.TableName("IndexName"));
+  }
+  DDBAPI_ASSIGN_OR_RETURN(r.filter, f.OptString("FilterExpression"));
+  DDBAPI_ASSIGN_OR_RETURN(r.projection, f.OptString("ProjectionExpression"));
+  DDBAPI_ASSIGN_OR_RETURN(r.args, Args(f));
+  DDBAPI_ASSIGN_OR_RETURN(auto limit, f.OptInt("Limit"));
+  if (limit) {
+    if (*limit < 1) {
+      return ConstraintError(fmt::format("'{}'", *limit), f.Member("Limit"),
+                             "Member must have value greater than or equal to 1");
+    }
+    r.limit = static_cast<int>(std::min<int64_t>(*limit, INT32_MAX));
+  }
+  DDBAPI_ASSIGN_OR_RETURN(r.exclusive_start_key, f.OptItem("ExclusiveStartKey"));
+  DDBAPI_ASSIGN_OR_RETURN(auto select, f.OptEnum("Select", kSelectEnum));
+  if (select) r.select = ParseSelectName(*select);
+  DDBAPI_ASSIGN_OR_RETURN(auto consistent, f.OptBool("ConsistentRead"));
+  r.consistent_read = consistent.value_or(false);
+  // Range checks of the segment pair are the store's (after the table check, as DynamoDB).
+  auto clamp = [](int64_t v) {
+    return static_cast<int>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+  };
+  DDBAPI_ASSIGN_OR_RETURN(auto segment, f.OptInt("Segment"));
+  if (segment) r.segment = clamp(*segment);
+  DDBAPI_ASSIGN_OR_RETURN(auto total, f.OptInt("TotalSegments"));
+  if (total) r.total_segments = clamp(*total);
+  DDBAPI_RETURN_IF_ERROR(CheckIgnoredEnums(f));
+  return r;
+}
+
 namespace {
 
 // Member path of the i-th (1-based, as DynamoDB counts) element of an array.
@@ -280,6 +325,83 @@ absl::StatusOr<std::vector<GetRequest>> ParseTransactGetItems(const json& body) 
   }
   DDBAPI_RETURN_IF_ERROR(CheckIgnoredEnums(f));
   return out;
+}
+
+absl::StatusOr<BatchWriteRequest> ParseBatchWriteItem(const json& body) {
+  Fields f(body, "", "BatchWriteItem");
+  DDBAPI_RETURN_IF_ERROR(f.Init({"RequestItems", kRcc, kRicm}));
+  DDBAPI_ASSIGN_OR_RETURN(const json* tables, f.ReqObject("RequestItems"));
+  DDBAPI_RETURN_IF_ERROR(f.TableNameKeys("RequestItems"));
+  BatchWriteRequest r;
+  for (const auto& [table, list] : tables->items()) {
+    const std::string where = f.Member("RequestItems") + "." + table;
+    if (!list.is_array()) {
+      return SerializationError(fmt::format(
+          "BatchWriteItem: expected a JSON array for '{}', got {}", where, JsonTypeName(list)));
+    }
+    auto& writes = r.items[table];
+    for (size_t i = 0; i < list.size(); ++i) {
+      Fields e(list[i], ElementPath(where, i), "BatchWriteItem");
+      DDBAPI_RETURN_IF_ERROR(e.Init({"PutRequest", "DeleteRequest"}));
+      if (list[i].size() != 1) {
+        return ValidationError(
+            "Supplied AttributeValue has more than one datatypes set, must contain exactly one "
+            "of the supported datatypes");
+      }
+      BatchWrite w;
+      if (e.Has("PutRequest")) {
+        Fields p(e.At("PutRequest"), e.Member("PutRequest"), "BatchWriteItem");
+        DDBAPI_RETURN_IF_ERROR(p.Init({"Item"}));
+        w.kind = BatchWrite::Kind::kPut;
+        DDBAPI_ASSIGN_OR_RETURN(w.item, p.ReqItem("Item"));
+      } else {
+        Fields d(e.At("DeleteRequest"), e.Member("DeleteRequest"), "BatchWriteItem");
+        DDBAPI_RETURN_IF_ERROR(d.Init({"Key"}));
+        w.kind = BatchWrite::Kind::kDelete;
+        DDBAPI_ASSIGN_OR_RETURN(w.item, d.ReqItem("Key"));
+      }
+      writes.push_back(std::move(w));
+    }
+  }
+  DDBAPI_RETURN_IF_ERROR(CheckIgnoredEnums(f));
+  return r;
+}
+
+absl::StatusOr<BatchGetRequest> ParseBatchGetItem(const json& body) {
+  Fields f(body, "", "BatchGetItem");
+  DDBAPI_RETURN_IF_ERROR(f.Init({"RequestItems", kRcc}));
+  DDBAPI_ASSIGN_OR_RETURN(const json* tables, f.ReqObject("RequestItems"));
+  DDBAPI_RETURN_IF_ERROR(f.TableNameKeys("RequestItems"));
+  BatchGetRequest r;
+  for (const auto& [table, entry] : tables->items()) {
+    Fields k(entry, f.Member("RequestItems") + "." + table, "BatchGetItem");
+    DDBAPI_RETURN_IF_ERROR(k.Init({"Keys", "ProjectionExpression", "ExpressionAttributeNames",
+                                   "ConsistentRead", "AttributesToGet"}));
+    DDBAPI_RETURN_IF_ERROR(
+        k.NoLegacy({"AttributesToGet"}, {"ProjectionExpression", "ExpressionAttributeNames"}));
+    KeysAndAttributes ka;
+    DDBAPI_ASSIGN_OR_RETURN(const json* keys, k.OptArray("Keys"));
+    if (keys) {
+      for (size_t i = 0; i < keys->size(); ++i) {
+        const json& key = (*keys)[i];
+        if (!key.is_object()) {
+          return SerializationError(
+              fmt::format("BatchGetItem: expected a JSON object for '{}', "
+                          "got {}",
+                          ElementPath(k.Member("Keys"), i), JsonTypeName(key)));
+        }
+        DDBAPI_ASSIGN_OR_RETURN(Item item, ddbjson::DecodeItem(key));
+        ka.keys.push_back(std::move(item));
+      }
+    }
+    DDBAPI_ASSIGN_OR_RETURN(ka.projection, k.OptString("ProjectionExpression"));
+    DDBAPI_ASSIGN_OR_RETURN(ka.names, k.Names());
+    DDBAPI_ASSIGN_OR_RETURN(auto consistent, k.OptBool("ConsistentRead"));
+    ka.consistent_read = consistent.value_or(false);
+    r.items[table] = std::move(ka);
+  }
+  DDBAPI_RETURN_IF_ERROR(CheckIgnoredEnums(f));
+  return r;
 }
 
 absl::StatusOr<std::string> ParseTableName(const json& body) {

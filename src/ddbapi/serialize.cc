@@ -114,6 +114,58 @@ json ToJson(const QueryRequest& r) {
   return j;
 }
 
+json ToJson(const ScanRequest& r) {
+  json j = {{"TableName", r.table}};
+  if (r.index) j["IndexName"] = *r.index;
+  if (r.filter) j["FilterExpression"] = *r.filter;
+  if (r.projection) j["ProjectionExpression"] = *r.projection;
+  AddArgs(j, r.args);
+  if (r.limit) j["Limit"] = *r.limit;
+  if (r.exclusive_start_key) j["ExclusiveStartKey"] = ddbjson::Encode(*r.exclusive_start_key);
+  if (r.select) j["Select"] = std::string(SelectName(*r.select));
+  if (r.consistent_read) j["ConsistentRead"] = true;
+  if (r.segment) j["Segment"] = *r.segment;
+  if (r.total_segments) j["TotalSegments"] = *r.total_segments;
+  return j;
+}
+
+namespace {
+
+json WritesJson(const std::map<std::string, std::vector<BatchWrite>>& items) {
+  json tables = json::object();
+  for (const auto& [table, writes] : items) {
+    json list = json::array();
+    for (const auto& w : writes) {
+      if (w.kind == BatchWrite::Kind::kPut)
+        list.push_back({{"PutRequest", {{"Item", ddbjson::Encode(w.item)}}}});
+      else
+        list.push_back({{"DeleteRequest", {{"Key", ddbjson::Encode(w.item)}}}});
+    }
+    tables[table] = std::move(list);
+  }
+  return tables;
+}
+
+json KeysJson(const std::map<std::string, KeysAndAttributes>& items) {
+  json tables = json::object();
+  for (const auto& [table, ka] : items) {
+    json keys = json::array();
+    for (const auto& k : ka.keys) keys.push_back(ddbjson::Encode(k));
+    json e = {{"Keys", std::move(keys)}};
+    if (ka.projection) e["ProjectionExpression"] = *ka.projection;
+    if (!ka.names.empty()) e["ExpressionAttributeNames"] = ka.names;
+    if (ka.consistent_read) e["ConsistentRead"] = true;
+    tables[table] = std::move(e);
+  }
+  return tables;
+}
+
+}  // namespace
+
+json ToJson(const BatchWriteRequest& r) { return {{"RequestItems", WritesJson(r.items)}}; }
+
+json ToJson(const BatchGetRequest& r) { return {{"RequestItems", KeysJson(r.items)}}; }
+
 json ToJson(const TransactWriteRequest& r) {
   json items = json::array();
   for (const auto& w : r.items) items.push_back(TransactActionJson(w));
@@ -166,6 +218,20 @@ json TransactGetResponseToJson(const std::vector<std::optional<Item>>& items) {
   return {{"Responses", std::move(responses)}};
 }
 
+json BatchWriteResponseToJson(const BatchWriteResult& r) {
+  return {{"UnprocessedItems", WritesJson(r.unprocessed)}};
+}
+
+json BatchGetResponseToJson(const BatchGetResult& r) {
+  json responses = json::object();
+  for (const auto& [table, items] : r.responses) {
+    json list = json::array();
+    for (const auto& it : items) list.push_back(ddbjson::Encode(it));
+    responses[table] = std::move(list);
+  }
+  return {{"Responses", std::move(responses)}, {"UnprocessedKeys", KeysJson(r.unprocessed)}};
+}
+
 absl::StatusOr<WriteResult> WriteResponseFromJson(const json& j) {
   WriteResult r;
   DDBAPI_ASSIGN_OR_RETURN(r.attributes, OptItemField(j, "Attributes"));
@@ -207,6 +273,68 @@ absl::StatusOr<std::vector<std::optional<Item>>> TransactGetResponseFromJson(con
     out.push_back(std::move(item));
   }
   return out;
+}
+
+absl::StatusOr<BatchWriteResult> BatchWriteResponseFromJson(const json& j) {
+  if (!j.is_object()) return BadResponse("expected an object");
+  BatchWriteResult r;
+  if (!j.contains("UnprocessedItems")) return r;
+  const json& u = j["UnprocessedItems"];
+  if (!u.is_object()) return BadResponse("UnprocessedItems");
+  for (const auto& [table, list] : u.items()) {
+    if (!list.is_array()) return BadResponse("UnprocessedItems." + table);
+    for (const auto& e : list) {
+      BatchWrite w;
+      const json* inner = nullptr;
+      if (e.contains("PutRequest") && e["PutRequest"].contains("Item")) {
+        inner = &e["PutRequest"]["Item"];
+      } else if (e.contains("DeleteRequest") && e["DeleteRequest"].contains("Key")) {
+        w.kind = BatchWrite::Kind::kDelete;
+        inner = &e["DeleteRequest"]["Key"];
+      } else {
+        return BadResponse("UnprocessedItems." + table);
+      }
+      DDBAPI_ASSIGN_OR_RETURN(w.item, ddbjson::DecodeItem(*inner));
+      r.unprocessed[table].push_back(std::move(w));
+    }
+  }
+  return r;
+}
+
+absl::StatusOr<BatchGetResult> BatchGetResponseFromJson(const json& j) {
+  if (!j.is_object()) return BadResponse("expected an object");
+  BatchGetResult r;
+  if (j.contains("Responses")) {
+    if (!j["Responses"].is_object()) return BadResponse("Responses");
+    for (const auto& [table, list] : j["Responses"].items()) {
+      if (!list.is_array()) return BadResponse("Responses." + table);
+      auto& items = r.responses[table];
+      for (const auto& it : list) {
+        DDBAPI_ASSIGN_OR_RETURN(Item item, ddbjson::DecodeItem(it));
+        items.push_back(std::move(item));
+      }
+    }
+  }
+  if (j.contains("UnprocessedKeys")) {
+    if (!j["UnprocessedKeys"].is_object()) return BadResponse("UnprocessedKeys");
+    for (const auto& [table, e] : j["UnprocessedKeys"].items()) {
+      if (!e.is_object() || !e.contains("Keys") || !e["Keys"].is_array())
+        return BadResponse("UnprocessedKeys." + table);
+      KeysAndAttributes ka;
+      for (const auto& k : e["Keys"]) {
+        DDBAPI_ASSIGN_OR_RETURN(Item key, ddbjson::DecodeItem(k));
+        ka.keys.push_back(std::move(key));
+      }
+      if (e.contains("ProjectionExpression") && e["ProjectionExpression"].is_string())
+        ka.projection = e["ProjectionExpression"].get<std::string>();
+      if (e.contains("ExpressionAttributeNames") && e["ExpressionAttributeNames"].is_object())
+        ka.names = e["ExpressionAttributeNames"].get<AttrNames>();
+      if (e.contains("ConsistentRead") && e["ConsistentRead"].is_boolean())
+        ka.consistent_read = e["ConsistentRead"].get<bool>();
+      r.unprocessed[table] = std::move(ka);
+    }
+  }
+  return r;
 }
 
 }  // namespace outbox::ddbapi

@@ -118,10 +118,11 @@ absl::StatusOr<GlobalSecondaryIndex> ParseGsi(const json& j, const std::string& 
 }
 
 // ProvisionedThroughput {ReadCapacityUnits, WriteCapacityUnits}, each a whole number >= 1.
-absl::Status CheckThroughput(const Fields& parent) {
+absl::StatusOr<ProvisionedThroughput> ParseThroughput(const Fields& parent) {
   Fields t(parent.At("ProvisionedThroughput"), parent.Member("ProvisionedThroughput"),
            "CreateTable");
   DDBAPI_RETURN_IF_ERROR(t.Init({"ReadCapacityUnits", "WriteCapacityUnits"}));
+  ProvisionedThroughput out;
   for (const char* name : {"ReadCapacityUnits", "WriteCapacityUnits"}) {
     DDBAPI_ASSIGN_OR_RETURN(auto units, t.OptInt(name));
     if (!units) return t.Missing(name);
@@ -131,33 +132,43 @@ absl::Status CheckThroughput(const Fields& parent) {
           "must have value greater than or equal to 1",
           *units, t.Member(name)));
     }
+    (std::string_view(name) == "ReadCapacityUnits" ? out.read_capacity_units
+                                                   : out.write_capacity_units) = *units;
   }
-  return absl::OkStatus();
+  return out;
 }
 
 // DynamoDB's default billing mode is PROVISIONED, which needs ProvisionedThroughput for the table
 // and for every GSI; PAY_PER_REQUEST takes none (docs/DYNAMODB-COMPATIBILITY.md).
 absl::Status CheckBilling(const Fields& f, const std::optional<std::string>& billing,
-                          const json* gsis) {
+                          const json* gsis, TableSpec* spec) {
   if (billing && *billing == "PAY_PER_REQUEST") {
     if (f.Has("ProvisionedThroughput")) {
       return ValidationError(
           "One or more parameter values were invalid: Neither ReadCapacityUnits nor "
           "WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST");
     }
+    for (size_t i = 0; gsis && i < gsis->size(); ++i) {
+      if ((*gsis)[i].contains("ProvisionedThroughput")) {
+        return ValidationError(fmt::format(
+            "One or more parameter values were invalid: ProvisionedThroughput should not be "
+            "specified for index: {} when BillingMode is PAY_PER_REQUEST",
+            spec->global_secondary_indexes[i].name));
+      }
+    }
     return absl::OkStatus();
   }
   if (!f.Has("ProvisionedThroughput")) {
     return ValidationError("No provisioned throughput specified for the table");
   }
-  DDBAPI_RETURN_IF_ERROR(CheckThroughput(f));
+  DDBAPI_ASSIGN_OR_RETURN(spec->provisioned, ParseThroughput(f));
   for (size_t i = 0; gsis && i < gsis->size(); ++i) {
     Fields g((*gsis)[i], fmt::format("{}.{}.member", f.Member("GlobalSecondaryIndexes"), i + 1),
              "CreateTable");
     if (!g.Has("ProvisionedThroughput")) {
       return ValidationError("No provisioned throughput specified for the global secondary index");
     }
-    DDBAPI_RETURN_IF_ERROR(CheckThroughput(g));
+    DDBAPI_ASSIGN_OR_RETURN(spec->global_secondary_indexes[i].provisioned, ParseThroughput(g));
   }
   return absl::OkStatus();
 }
@@ -247,7 +258,7 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
         "exactly match "
         "number of attributes defined in AttributeDefinitions");
   }
-  DDBAPI_RETURN_IF_ERROR(CheckBilling(f, billing, gsis));
+  DDBAPI_RETURN_IF_ERROR(CheckBilling(f, billing, gsis, &spec));
   if (f.Has("StreamSpecification")) {
     Fields s(f.At("StreamSpecification"), f.Member("StreamSpecification"), "CreateTable");
     DDBAPI_RETURN_IF_ERROR(s.Init({"StreamEnabled", "StreamViewType"}));
@@ -328,6 +339,18 @@ json StreamSpecJson(const TableSpec& spec) {
   return s;
 }
 
+json ThroughputRequestJson(const ProvisionedThroughput& t) {
+  return {{"ReadCapacityUnits", t.read_capacity_units},
+          {"WriteCapacityUnits", t.write_capacity_units}};
+}
+
+// A description's ProvisionedThroughput: 0/0 for on-demand, as DynamoDB describes it.
+json ThroughputDescriptionJson(const std::optional<ProvisionedThroughput>& t) {
+  return {{"NumberOfDecreasesToday", 0},
+          {"ReadCapacityUnits", t ? t->read_capacity_units : 0},
+          {"WriteCapacityUnits", t ? t->write_capacity_units : 0}};
+}
+
 std::string TableArn(const std::string& table) {
   return fmt::format("arn:aws:dynamodb:local:000000000000:table/{}", table);
 }
@@ -338,13 +361,16 @@ json ToJson(const TableSpec& spec) {
   json j = {{"TableName", spec.name},
             {"AttributeDefinitions", AttributeDefinitionsJson(spec)},
             {"KeySchema", KeySchemaJson(spec.hash_key, spec.range_key)},
-            {"BillingMode", "PAY_PER_REQUEST"}};
+            {"BillingMode", spec.provisioned ? "PROVISIONED" : "PAY_PER_REQUEST"}};
+  if (spec.provisioned) j["ProvisionedThroughput"] = ThroughputRequestJson(*spec.provisioned);
   if (!spec.global_secondary_indexes.empty()) {
     json gsis = json::array();
     for (const auto& g : spec.global_secondary_indexes) {
-      gsis.push_back({{"IndexName", g.name},
-                      {"KeySchema", KeySchemaJson(g.hash_key, g.range_key)},
-                      {"Projection", ProjectionJson(g)}});
+      json gj = {{"IndexName", g.name},
+                 {"KeySchema", KeySchemaJson(g.hash_key, g.range_key)},
+                 {"Projection", ProjectionJson(g)}};
+      if (g.provisioned) gj["ProvisionedThroughput"] = ThroughputRequestJson(*g.provisioned);
+      gsis.push_back(std::move(gj));
     }
     j["GlobalSecondaryIndexes"] = std::move(gsis);
   }
@@ -368,10 +394,11 @@ json TableDescriptionToJson(const TableDescription& d) {
             {"ItemCount", d.item_count},
             {"KeySchema", KeySchemaJson(spec.hash_key, spec.range_key)},
             {"AttributeDefinitions", AttributeDefinitionsJson(spec)},
-            {"BillingModeSummary", {{"BillingMode", "PAY_PER_REQUEST"}}},
             {"DeletionProtectionEnabled", false},
-            {"ProvisionedThroughput",
-             {{"NumberOfDecreasesToday", 0}, {"ReadCapacityUnits", 0}, {"WriteCapacityUnits", 0}}}};
+            {"ProvisionedThroughput", ThroughputDescriptionJson(spec.provisioned)}};
+  // DynamoDB describes the billing mode of on-demand tables only (a provisioned table created
+  // so has no BillingModeSummary).
+  if (!spec.provisioned) j["BillingModeSummary"] = {{"BillingMode", "PAY_PER_REQUEST"}};
   if (!spec.global_secondary_indexes.empty()) {
     json gsis = json::array();
     for (const auto& g : spec.global_secondary_indexes) {
@@ -379,7 +406,8 @@ json TableDescriptionToJson(const TableDescription& d) {
                       {"IndexArn", TableArn(spec.name) + "/index/" + g.name},
                       {"IndexStatus", "ACTIVE"},
                       {"KeySchema", KeySchemaJson(g.hash_key, g.range_key)},
-                      {"Projection", ProjectionJson(g)}});
+                      {"Projection", ProjectionJson(g)},
+                      {"ProvisionedThroughput", ThroughputDescriptionJson(g.provisioned)}});
     }
     j["GlobalSecondaryIndexes"] = std::move(gsis);
   }
@@ -437,6 +465,19 @@ absl::Status ResolveKeys(const json& ks, const std::map<std::string, Type>& defs
 
 }  // namespace
 
+// Provisioned capacity from a description: units >= 1 under a billing mode that is not
+// PAY_PER_REQUEST (on-demand tables and their indexes are described with 0/0).
+static std::optional<ProvisionedThroughput> ThroughputFromDescription(const json& j,
+                                                                      bool on_demand) {
+  if (on_demand || !j.contains("ProvisionedThroughput")) return std::nullopt;
+  const json& t = j["ProvisionedThroughput"];
+  if (!t.is_object()) return std::nullopt;
+  int64_t r = t.value("ReadCapacityUnits", int64_t{0}),
+          w = t.value("WriteCapacityUnits", int64_t{0});
+  if (r < 1 || w < 1) return std::nullopt;
+  return ProvisionedThroughput{r, w};
+}
+
 absl::StatusOr<TableDescription> TableDescriptionFromJson(const json& in) {
   const json* jp = &in;
   if (in.is_object() && in.contains("Table")) jp = &in["Table"];
@@ -469,6 +510,9 @@ absl::StatusOr<TableDescription> TableDescriptionFromJson(const json& in) {
   }
   if (!j.contains("KeySchema")) return BadResponse("KeySchema");
   DDBAPI_RETURN_IF_ERROR(ResolveKeys(j["KeySchema"], defs, &d.spec.hash_key, &d.spec.range_key));
+  bool on_demand = j.contains("BillingModeSummary") && j["BillingModeSummary"].is_object() &&
+                   j["BillingModeSummary"].value("BillingMode", "") == "PAY_PER_REQUEST";
+  d.spec.provisioned = ThroughputFromDescription(j, on_demand);
   if (j.contains("GlobalSecondaryIndexes") && j["GlobalSecondaryIndexes"].is_array()) {
     for (const auto& gj : j["GlobalSecondaryIndexes"]) {
       if (!gj.is_object() || !gj.contains("IndexName") || !gj["IndexName"].is_string() ||
@@ -490,6 +534,7 @@ absl::StatusOr<TableDescription> TableDescriptionFromJson(const json& in) {
           }
         }
       }
+      g.provisioned = ThroughputFromDescription(gj, on_demand);
       d.spec.global_secondary_indexes.push_back(std::move(g));
     }
   }

@@ -77,6 +77,8 @@ class Projection {
   static absl::StatusOr<std::shared_ptr<const Projection>> Parse(std::string_view text);
   virtual absl::Status Validate(const AttrNames& names, Usage* used) const = 0;
   virtual Item Apply(const Item& item, const AttrNames& names) const = 0;
+  // The top-level attribute names the projection reads. REQUIRES: Validate succeeded.
+  virtual std::set<std::string> TopLevelNames(const AttrNames& names) const = 0;
 };
 
 // Selects the parts of `item` at `paths` keeping parents (as ProjectionExpression does).

@@ -80,6 +80,15 @@ class ProjectionImpl : public Projection {
     return ProjectPaths(item, resolved);
   }
 
+  std::set<std::string> TopLevelNames(const AttrNames& names) const override {
+    std::set<std::string> out;
+    for (const PathExpr& p : paths_) {
+      Path r = ResolvePath(p, names);
+      if (!r.empty() && r[0].index < 0) out.insert(r[0].name);
+    }
+    return out;
+  }
+
  private:
   std::vector<PathExpr> paths_;
 };

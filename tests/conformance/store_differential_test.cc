@@ -4,6 +4,7 @@
 // DynamoDB Local; every result and every error (name, cancellation reasons,
 // returned old items) must be identical. The seed is printed on failure;
 // rerun one with OUTBOX_DIFF_SEED=<seed>.
+#include <algorithm>
 #include <random>
 
 #include "conformance/store_dynamodb_harness.h"
@@ -53,7 +54,8 @@ std::string WithoutEmptyLastPage(std::string t) {
 
 class Differ {
  public:
-  explicit Differ(uint64_t seed) : rng_(seed) {}
+  // `index`: the table has the GSI "by-s" (s, n) that index queries and scans use.
+  Differ(uint64_t seed, bool index) : rng_(seed), index_(index) {}
 
   Value Pk() { return Value::S("p" + std::to_string(Pick(3))); }
   Value Sk() { return Value::S(std::to_string(Pick(6))); }
@@ -130,7 +132,7 @@ class Differ {
 
   // One random operation, applied to both stores; returns the two outcomes.
   std::pair<std::string, std::string> Step(Store& a, Store& b, std::string* what) {
-    switch (Pick(7)) {
+    switch (Pick(10)) {
       case 0: {
         PutRequest r;
         r.table = "tbl";
@@ -248,7 +250,14 @@ class Differ {
         auto show = [](const std::optional<Item>& i) { return "OK " + ItemText(i); };
         return {Outcome(a.GetItem(r), show), Outcome(b.GetItem(r), show)};
       }
+      case 7:
+        return ScanStep(a, b, what);
+      case 8:
+        return BatchWriteStep(a, b, what);
+      case 9:
+        return BatchGetStep(a, b, what);
       default: {
+        if (index_ && Coin(30)) return IndexQueryStep(a, b, what);
         QueryRequest q;
         q.table = "tbl";
         q.key_condition = "pk = :p";
@@ -307,8 +316,245 @@ class Differ {
     }
   }
 
+  // A whole scan (every segment of a random total, every page): the items as a sorted
+  // multiset plus the summed counts, since the two stores order a scan differently.
+  std::pair<std::string, std::string> ScanStep(Store& a, Store& b, std::string* what) {
+    ScanRequest q;
+    q.table = "tbl";
+    if (Coin(40)) {
+      q.filter = Coin() ? "n >= :f" : "pk = :f OR attribute_exists(s)";
+      q.args.values[":f"] = Coin() ? Value::N(Pick(6)) : Pk();
+    }
+    if (Coin(25)) q.projection = Coin() ? "n, s" : "pk, tags";
+    if (!q.projection && Coin(15)) q.select = Select::kCount;
+    if (Coin(60)) q.limit = 1 + Pick(4);
+    q.consistent_read = Coin();
+    if (index_ && Coin(30)) q.index = "by-s";  // ConsistentRead on it: VE on both
+    int total = Coin() ? 1 + Pick(3) : 0;
+    switch (PickSpoil()) {
+      case Spoil::kNone:
+        break;
+      case Spoil::kNoTable:
+        q.table = "nosuchtable";
+        break;
+      case Spoil::kMissingKey:
+        q.exclusive_start_key = Item{{"pk", Pk()}};
+        break;
+      case Spoil::kExtraKey:
+        q.exclusive_start_key = Key();
+        (*q.exclusive_start_key)["extra"] = Value::S("x");
+        break;
+      case Spoil::kKeyType:
+        q.exclusive_start_key = Item{{"pk", Pk()}, {"sk", Value::N(1)}};
+        break;
+      case Spoil::kUnused:
+        q.args.values[":unused"] = Value::N(1);
+        break;
+      case Spoil::kUndefined:
+        q.filter = q.filter.value_or("attribute_exists(pk)") + " AND n <> :undefined";
+        break;
+    }
+    int bad_segment = total && Coin(10) ? total + Pick(2) : -1;  // out of range: VE
+    *what = "Scan " + q.table + " filter " + q.filter.value_or("-") + " projection " +
+            q.projection.value_or("-") + " segments " + std::to_string(total);
+    std::string out[2];
+    Store* stores[2] = {&a, &b};
+    for (int s = 0; s < 2; ++s) {
+      std::vector<std::string> items;
+      int64_t count = 0, scanned = 0;
+      std::string error;
+      for (int seg = 0; seg < std::max(total, 1) && error.empty(); ++seg) {
+        ScanRequest page = q;
+        if (total) {
+          page.total_segments = total;
+          page.segment = bad_segment >= 0 ? bad_segment : seg;
+        }
+        for (int guard = 0; guard < 100; ++guard) {
+          auto r = stores[s]->Scan(page);
+          if (!r.ok()) {
+            error = ErrorText(r.status());
+            break;
+          }
+          count += r->count;
+          scanned += r->scanned_count;
+          for (const auto& it : r->items) items.push_back(ddbjson::Encode(it).dump());
+          if (!r->last_evaluated_key) break;
+          page.exclusive_start_key = r->last_evaluated_key;
+        }
+      }
+      std::sort(items.begin(), items.end());
+      if (!error.empty()) {
+        out[s] = error;
+        continue;
+      }
+      out[s] = "OK count=" + std::to_string(count) + " scanned=" + std::to_string(scanned);
+      for (const auto& it : items) out[s] += " " + it;
+    }
+    return {out[0], out[1]};
+  }
+
+  // 1–4 writes on distinct items (or, now and then, the same item twice: VE), with at most one
+  // other problem: a missing table, or one write's key missing, extra or of the wrong type.
+  std::pair<std::string, std::string> BatchWriteStep(Store& a, Store& b, std::string* what) {
+    BatchWriteRequest req;
+    auto& writes = req.items["tbl"];
+    std::set<std::string> used;
+    const bool dup = Coin(8);
+    for (int i = 0, n = 1 + Pick(4); i < n; ++i) {
+      BatchWrite w;
+      w.kind = Coin(60) ? BatchWrite::Kind::kPut : BatchWrite::Kind::kDelete;
+      w.item = w.kind == BatchWrite::Kind::kPut ? RandomItem() : Key();
+      if (!used.insert(w.item.at("pk").s() + "/" + w.item.at("sk").s()).second) continue;
+      writes.push_back(std::move(w));
+    }
+    Spoil sp = dup ? Spoil::kNone : PickSpoil();
+    if (dup) {
+      const Item& first = writes[0].item;
+      BatchWrite again{BatchWrite::Kind::kDelete,
+                       Item{{"pk", first.at("pk")}, {"sk", first.at("sk")}}};
+      writes.push_back(std::move(again));
+    } else if (sp == Spoil::kNoTable) {
+      req.items["nosuchtable"] = {BatchWrite{BatchWrite::Kind::kPut, RandomItem()}};
+    } else if (sp == Spoil::kMissingKey || sp == Spoil::kExtraKey || sp == Spoil::kKeyType) {
+      auto& w = writes[Pick(static_cast<int>(writes.size()))];
+      Apply(sp, nullptr, &w.item, w.kind == BatchWrite::Kind::kPut, nullptr, nullptr);
+    }
+    *what = "BatchWriteItem";
+    for (const auto& [t, ws] : req.items) {
+      for (const auto& w : ws) {
+        *what += std::string(w.kind == BatchWrite::Kind::kPut ? " put " : " delete ") + t + ":" +
+                 ddbjson::Encode(w.item).dump();
+      }
+    }
+    auto show = [](const BatchWriteResult& r) {
+      size_t n = 0;
+      for (const auto& [t, ws] : r.unprocessed) n += ws.size();
+      return "OK unprocessed=" + std::to_string(n);
+    };
+    return {Outcome(a.BatchWriteItem(req), show), Outcome(b.BatchWriteItem(req), show)};
+  }
+
+  // 1–5 keys (sometimes one twice: VE), an optional projection, at most one other problem.
+  std::pair<std::string, std::string> BatchGetStep(Store& a, Store& b, std::string* what) {
+    BatchGetRequest req;
+    KeysAndAttributes ka;
+    std::set<std::string> used;
+    for (int i = 0, n = 1 + Pick(5); i < n; ++i) {
+      Item k = Key();
+      if (!used.insert(k.at("pk").s() + "/" + k.at("sk").s()).second) continue;
+      ka.keys.push_back(std::move(k));
+    }
+    if (Coin(8)) ka.keys.push_back(ka.keys[0]);
+    if (Coin(30)) {
+      ka.projection = Coin() ? "n, #s" : "pk, #s, tags";
+      ka.names = {{"#s", "s"}};
+    }
+    ka.consistent_read = Coin();
+    std::string table = "tbl";
+    switch (PickSpoil()) {
+      case Spoil::kNone:
+        break;
+      case Spoil::kNoTable:
+        table = "nosuchtable";
+        break;
+      case Spoil::kMissingKey:
+      case Spoil::kExtraKey:
+      case Spoil::kKeyType: {
+        Spoil sp = static_cast<Spoil>(2 + Pick(3));  // missing, extra or wrong-typed
+        Apply(sp, nullptr, &ka.keys[Pick(static_cast<int>(ka.keys.size()))], false, nullptr,
+              nullptr);
+        break;
+      }
+      case Spoil::kUnused:
+        ka.names["#unused"] = "u";
+        if (!ka.projection) ka.projection = "n";
+        break;
+      case Spoil::kUndefined:
+        ka.projection = ka.projection.value_or("n") + ", #undefined";
+        break;
+    }
+    req.items[table] = ka;
+    *what = "BatchGetItem " + table + " projection " + ka.projection.value_or("-");
+    for (const auto& k : ka.keys) *what += " " + ddbjson::Encode(k).dump();
+    auto show = [](const BatchGetResult& r) {
+      std::vector<std::string> items;
+      for (const auto& [t, list] : r.responses)
+        for (const auto& it : list) items.push_back(t + ":" + ddbjson::Encode(it).dump());
+      std::sort(items.begin(), items.end());
+      std::string out = "OK unprocessed=" + std::to_string(r.unprocessed.size());
+      for (const auto& it : items) out += " " + it;
+      return out;
+    };
+    return {Outcome(a.BatchGetItem(req), show), Outcome(b.BatchGetItem(req), show)};
+  }
+
+  // A query of the GSI, every page. Items with equal index keys have no defined order in
+  // DynamoDB, so the items are compared as a sorted multiset with the summed counts.
+  std::pair<std::string, std::string> IndexQueryStep(Store& a, Store& b, std::string* what) {
+    QueryRequest q;
+    q.table = "tbl";
+    q.index = "by-s";
+    q.key_condition = "s = :sv";
+    q.args.values[":sv"] = Value::S("v" + std::to_string(Pick(3)));
+    if (Coin()) {
+      q.key_condition += " AND n BETWEEN :lo AND :hi";
+      int lo = Pick(6);
+      q.args.values[":lo"] = Value::N(lo);
+      q.args.values[":hi"] = Value::N(lo + Pick(5));
+    }
+    if (Coin(30)) {
+      q.filter = "pk = :p";  // a table key is fine in an index query's filter
+      q.args.values[":p"] = Pk();
+    }
+    switch (Pick(10)) {  // an invalid query now and then
+      case 0:
+        q.consistent_read = true;  // not on a GSI
+        break;
+      case 1:
+        q.filter = "n > :sv";  // an index key attribute in the filter
+        break;
+      case 2:
+        q.select = Select::kAllAttributes;  // VE when the index projects keys only
+        break;
+      case 3:
+        q.index = "nosuchindex";
+        break;
+      default:
+        break;
+    }
+    q.scan_forward = Coin();
+    if (Coin(60)) q.limit = 1 + Pick(3);
+    *what = "Query index " + q.index.value_or("-") + " " + q.key_condition + " filter " +
+            q.filter.value_or("-");
+    std::string out[2];
+    Store* stores[2] = {&a, &b};
+    for (int s = 0; s < 2; ++s) {
+      std::vector<std::string> items;
+      int64_t count = 0, scanned = 0;
+      QueryRequest page = q;
+      for (int guard = 0; guard < 100; ++guard) {
+        auto r = stores[s]->Query(page);
+        if (!r.ok()) {
+          out[s] = ErrorText(r.status());
+          break;
+        }
+        count += r->count;
+        scanned += r->scanned_count;
+        for (const auto& it : r->items) items.push_back(ddbjson::Encode(it).dump());
+        if (!r->last_evaluated_key) break;
+        page.exclusive_start_key = r->last_evaluated_key;
+      }
+      if (!out[s].empty()) continue;
+      std::sort(items.begin(), items.end());
+      out[s] = "OK count=" + std::to_string(count) + " scanned=" + std::to_string(scanned);
+      for (const auto& it : items) out[s] += " " + it;
+    }
+    return {out[0], out[1]};
+  }
+
  private:
   std::mt19937_64 rng_;
+  bool index_ = false;
 };
 
 // 5 seeds x 500 requests by default (4 fixed, 1 fresh); OUTBOX_DIFF_SEED=<seed> reruns one,
@@ -344,9 +590,23 @@ TEST(StoreDifferential, EmbeddedAndDynamoDbLocalAgree) {
     spec.name = "tbl";
     spec.hash_key = {"pk", Type::S};
     spec.range_key = KeyAttribute{"sk", Type::S};
+    // Two seeds in three have a GSI (keys only or all), every other one is provisioned.
+    const bool index = seed % 3 != 0;
+    if (index) {
+      GlobalSecondaryIndex g;
+      g.name = "by-s";
+      g.hash_key = {"s", Type::S};
+      g.range_key = KeyAttribute{"n", Type::N};
+      g.projection = seed % 2 ? ProjectionType::kKeysOnly : ProjectionType::kAll;
+      spec.global_secondary_indexes.push_back(g);
+    }
+    if (seed % 2) {
+      spec.provisioned = ProvisionedThroughput{5, 5};
+      for (auto& g : spec.global_secondary_indexes) g.provisioned = ProvisionedThroughput{5, 5};
+    }
     ASSERT_TRUE((*embedded)->CreateTable(spec).ok());
     ASSERT_TRUE((*remote)->CreateTable(spec).ok());
-    Differ d(seed);
+    Differ d(seed, index);
     int diffs = 0;
     for (int step = 0; step < steps && diffs < 5; ++step) {
       std::string what;

@@ -36,6 +36,47 @@ TEST_P(StoreTest, CreateDescribeListDeleteTable) {
   EXPECT_FALSE(Get("tbl", Key("a", "1")).has_value());
 }
 
+TEST_P(StoreTest, AProvisionedTableKeepsItsThroughput) {
+  TableSpec spec = Spec("prov");
+  spec.provisioned = ProvisionedThroughput{5, 6};
+  GlobalSecondaryIndex g;
+  g.name = "by_owner";
+  g.hash_key = {"owner", Type::S};
+  g.provisioned = ProvisionedThroughput{3, 4};
+  spec.global_secondary_indexes.push_back(g);
+  Create(spec);
+  auto d = store().DescribeTable("prov");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->spec.provisioned, spec.provisioned);
+  ASSERT_EQ(d->spec.global_secondary_indexes.size(), 1u);
+  EXPECT_EQ(d->spec.global_secondary_indexes[0], g);
+  // On-demand stays on-demand, its index too.
+  TableSpec od = Spec("ondemand");
+  GlobalSecondaryIndex og = g;
+  og.provisioned.reset();
+  od.global_secondary_indexes.push_back(og);
+  Create(od);
+  auto o = store().DescribeTable("ondemand");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->spec.provisioned.has_value());
+  ASSERT_EQ(o->spec.global_secondary_indexes.size(), 1u);
+  EXPECT_FALSE(o->spec.global_secondary_indexes[0].provisioned.has_value());
+  // Billing modes do not mix: a provisioned table's index needs throughput, an on-demand
+  // table's index takes none; capacity units are >= 1.
+  TableSpec mixed = spec;
+  mixed.name = "mixed";
+  mixed.global_secondary_indexes[0].provisioned.reset();
+  EXPECT_DDB_ERROR(store().CreateTable(mixed), "ValidationException");
+  mixed = od;
+  mixed.name = "mixed";
+  mixed.global_secondary_indexes[0].provisioned = ProvisionedThroughput{1, 1};
+  EXPECT_DDB_ERROR(store().CreateTable(mixed), "ValidationException");
+  mixed = Spec("mixed");
+  mixed.provisioned = ProvisionedThroughput{0, 1};
+  EXPECT_DDB_ERROR(store().CreateTable(mixed), "ValidationException");
+  EXPECT_DDB_ERROR(store().DescribeTable("mixed").status(), "ResourceNotFoundException");
+}
+
 TEST_P(StoreTest, BadTableSpecsAreRejected) {
   TableSpec bad = Spec("ab");
   EXPECT_DDB_ERROR(store().CreateTable(bad), "ValidationException");

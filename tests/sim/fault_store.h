@@ -66,6 +66,21 @@ class FaultStore final : public SqliteStore {
     if (auto s = Before("query", r.table, false); !s.ok()) return s;
     return inner_->Query(r);
   }
+  // Not used by the engine; forwarded with the same fault points as their single-item kin.
+  absl::StatusOr<QueryResult> Scan(const ScanRequest& r) override {
+    if (auto s = Before("scan", r.table, false); !s.ok()) return s;
+    return inner_->Scan(r);
+  }
+  absl::StatusOr<BatchWriteResult> BatchWriteItem(const BatchWriteRequest& r) override {
+    const std::string table = r.items.empty() ? std::string() : r.items.begin()->first;
+    if (auto s = Before("batch_write", table, false); !s.ok()) return s;
+    return inner_->BatchWriteItem(r);
+  }
+  absl::StatusOr<BatchGetResult> BatchGetItem(const BatchGetRequest& r) override {
+    const std::string table = r.items.empty() ? std::string() : r.items.begin()->first;
+    if (auto s = Before("batch_get", table, false); !s.ok()) return s;
+    return inner_->BatchGetItem(r);
+  }
   absl::Status TransactWriteItems(const TransactWriteRequest& r) override {
     const std::string table = r.items.empty() ? std::string() : r.items[0].table;
     const bool emit = table == events_;

@@ -87,6 +87,41 @@ TEST_F(DdbExecTest, CreateAndDescribeTable) {
             "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException");
 }
 
+// Shapes measured on DynamoDB Local: a provisioned table keeps its units and has no
+// BillingModeSummary; an on-demand one is described with 0/0 and PAY_PER_REQUEST, its GSIs too.
+TEST_F(DdbExecTest, ProvisionedAndOnDemandDescriptions) {
+  json p = Ok("CreateTable", R"({"TableName":"prov",
+      "AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"g","AttributeType":"S"}],
+      "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],
+      "ProvisionedThroughput":{"ReadCapacityUnits":5,"WriteCapacityUnits":6},
+      "GlobalSecondaryIndexes":[{"IndexName":"gix","KeySchema":[{"AttributeName":"g","KeyType":"HASH"}],
+        "Projection":{"ProjectionType":"ALL"},"ProvisionedThroughput":{"ReadCapacityUnits":3,"WriteCapacityUnits":4}}]})");
+  const json& d = p["TableDescription"];
+  EXPECT_EQ(d["ProvisionedThroughput"],
+            J(R"({"NumberOfDecreasesToday":0,"ReadCapacityUnits":5,"WriteCapacityUnits":6})"));
+  EXPECT_FALSE(d.contains("BillingModeSummary")) << d;
+  EXPECT_EQ(d["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"],
+            J(R"({"NumberOfDecreasesToday":0,"ReadCapacityUnits":3,"WriteCapacityUnits":4})"));
+  EXPECT_EQ(Ok("DescribeTable", R"({"TableName":"prov"})")["Table"]["ProvisionedThroughput"],
+            d["ProvisionedThroughput"]);
+  const json& o = created_["TableDescription"];
+  EXPECT_EQ(o["BillingModeSummary"], J(R"({"BillingMode":"PAY_PER_REQUEST"})"));
+  EXPECT_EQ(o["ProvisionedThroughput"]["ReadCapacityUnits"], 0);
+  EXPECT_EQ(o["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]["WriteCapacityUnits"], 0);
+  // What the DynamoDB backend reads back and sends.
+  auto back = TableDescriptionFromJson(p);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->spec.provisioned, (ProvisionedThroughput{5, 6}));
+  EXPECT_EQ(back->spec.global_secondary_indexes[0].provisioned, (ProvisionedThroughput{3, 4}));
+  json sent = ToJson(back->spec);
+  EXPECT_EQ(sent["BillingMode"], "PROVISIONED");
+  EXPECT_EQ(sent["ProvisionedThroughput"], J(R"({"ReadCapacityUnits":5,"WriteCapacityUnits":6})"));
+  auto od = TableDescriptionFromJson(created_);
+  ASSERT_TRUE(od.ok()) << od.status();
+  EXPECT_FALSE(od->spec.provisioned.has_value());
+  EXPECT_EQ(ToJson(od->spec)["BillingMode"], "PAY_PER_REQUEST");
+}
+
 // DynamoDB looks the table up before it reports a bad attribute value or a missing key
 // condition: ResourceNotFoundException for a table that does not exist, ValidationException
 // for one that does (docs/DYNAMODB-COMPATIBILITY.md "Order of checks").
@@ -207,10 +242,70 @@ TEST_F(DdbExecTest, Transactions) {
 }
 
 TEST_F(DdbExecTest, UnknownOperationAndBadBodies) {
-  json e = Err("Scan", "{}");
+  json e = Err("RestoreTableFromBackup", "{}");
   EXPECT_EQ(e["__type"], "com.amazon.coral.service#UnknownOperationException");
   EXPECT_EQ(Err("PutItem", "[]")["__type"], "com.amazon.coral.service#SerializationException");
   EXPECT_EQ(Err("DeleteTable", "{}")["__type"], "com.amazon.coral.validate#ValidationException");
+}
+
+TEST_F(DdbExecTest, ScanAndBatchOperations) {
+  EXPECT_EQ(Ok("BatchWriteItem", R"({"RequestItems":{"orders":[
+      {"PutRequest":{"Item":{"pk":{"S":"b"},"sk":{"S":"1"},"v":{"N":"1"}}}},
+      {"PutRequest":{"Item":{"pk":{"S":"b"},"sk":{"S":"2"},"v":{"N":"2"}}}},
+      {"PutRequest":{"Item":{"pk":{"S":"c"},"sk":{"S":"1"},"v":{"N":"3"}}}}]},
+      "ReturnConsumedCapacity":"NONE","ReturnItemCollectionMetrics":"NONE"})"),
+            J(R"({"UnprocessedItems":{}})"));
+  EXPECT_EQ(Ok("BatchWriteItem", R"({"RequestItems":{"orders":[
+      {"DeleteRequest":{"Key":{"pk":{"S":"c"},"sk":{"S":"1"}}}}]}})"),
+            J(R"({"UnprocessedItems":{}})"));
+  json got = Ok("BatchGetItem", R"({"RequestItems":{"orders":{"Keys":[
+      {"pk":{"S":"b"},"sk":{"S":"2"}},{"pk":{"S":"c"},"sk":{"S":"1"}}],
+      "ProjectionExpression":"#v","ExpressionAttributeNames":{"#v":"v"}}}})");
+  EXPECT_EQ(got, J(R"({"Responses":{"orders":[{"v":{"N":"2"}}]},"UnprocessedKeys":{}})"));
+  json scan = Ok("Scan", R"({"TableName":"orders","FilterExpression":"v >= :one",
+      "ExpressionAttributeValues":{":one":{"N":"1"}},"Limit":1})");
+  EXPECT_EQ(scan["Count"], 1);
+  EXPECT_EQ(scan["Items"][0]["sk"], J(R"({"S":"1"})"));
+  EXPECT_EQ(scan["LastEvaluatedKey"], J(R"({"pk":{"S":"b"},"sk":{"S":"1"}})"));
+  EXPECT_EQ(Ok("Scan", R"({"TableName":"orders","Select":"COUNT","Segment":0,"TotalSegments":1})"),
+            J(R"({"Count":2,"ScannedCount":2})"));
+  // The request's own shape is checked as DynamoDB does, naming the member.
+  json e = Err("BatchWriteItem", R"({"RequestItems":{"ab":[]}})");
+  EXPECT_EQ(e["__type"], "com.amazon.coral.validate#ValidationException");
+  EXPECT_NE(e["message"].get<std::string>().find("'requestItems'"), std::string::npos) << e;
+  e = Err("BatchWriteItem",
+          R"({"RequestItems":{"orders":[{"PutRequest":{"Item":{"pk":{"S":"x"},"sk":{"S":"1"}}},
+      "DeleteRequest":{"Key":{"pk":{"S":"x"},"sk":{"S":"1"}}}}]}})");
+  EXPECT_EQ(e["__type"], "com.amazon.coral.validate#ValidationException");
+  e = Err("BatchGetItem", R"({"RequestItems":{"orders":{"Keys":[3]}}})");
+  EXPECT_EQ(e["__type"], "com.amazon.coral.service#SerializationException");
+  e = Err("Scan", R"({"TableName":"orders","TotalSegments":"2","Segment":0})");
+  EXPECT_EQ(e["__type"], "com.amazon.coral.service#SerializationException");
+  e = Err("Scan", R"({"TableName":"orders","ScanFilter":{}})");
+  EXPECT_EQ(e["__type"], "com.amazon.coral.validate#ValidationException");
+  // A missing table before a bad value inside the request (as for the single-item operations).
+  e = Err("Scan", R"({"TableName":"nope","FilterExpression":"v = :x",
+      "ExpressionAttributeValues":{":x":{"N":"not a number"}}})");
+  EXPECT_EQ(e["__type"], "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException") << e;
+  // The backend side: the JSON the DynamoDB store sends reads back as the same request.
+  BatchWriteRequest w;
+  w.items["orders"] = {
+      BatchWrite{BatchWrite::Kind::kDelete, {{"pk", Value::S("b")}, {"sk", Value::S("1")}}}};
+  auto back = ParseBatchWriteItem(ToJson(w));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->items, w.items);
+  BatchGetRequest g;
+  g.items["orders"].keys = {{{"pk", Value::S("b")}, {"sk", Value::S("1")}}};
+  g.items["orders"].projection = "#v";
+  g.items["orders"].names = {{"#v", "v"}};
+  g.items["orders"].consistent_read = true;
+  auto gback = ParseBatchGetItem(ToJson(g));
+  ASSERT_TRUE(gback.ok()) << gback.status();
+  EXPECT_EQ(gback->items, g.items);
+  auto unprocessed =
+      BatchWriteResponseFromJson(BatchWriteResponseToJson(BatchWriteResult{w.items}));
+  ASSERT_TRUE(unprocessed.ok()) << unprocessed.status();
+  EXPECT_EQ(unprocessed->unprocessed, w.items);
 }
 
 TEST_F(DdbExecTest, DeleteTable) {

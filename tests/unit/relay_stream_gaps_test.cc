@@ -99,6 +99,13 @@ class FeedSwap final : public Store {
     return s_->GetItem(r);
   }
   absl::StatusOr<QueryResult> Query(const QueryRequest& r) override { return s_->Query(r); }
+  absl::StatusOr<QueryResult> Scan(const ScanRequest& r) override { return s_->Scan(r); }
+  absl::StatusOr<BatchWriteResult> BatchWriteItem(const BatchWriteRequest& r) override {
+    return s_->BatchWriteItem(r);
+  }
+  absl::StatusOr<BatchGetResult> BatchGetItem(const BatchGetRequest& r) override {
+    return s_->BatchGetItem(r);
+  }
   absl::Status TransactWriteItems(const TransactWriteRequest& r) override {
     return s_->TransactWriteItems(r);
   }

@@ -1,6 +1,7 @@
 #include "store/common/validate.h"
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 
 namespace outbox::store {
 namespace {
@@ -76,6 +77,31 @@ absl::Status ValidateTableName(std::string_view name) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateBilling(const TableSpec& spec) {
+  if (spec.provisioned &&
+      (spec.provisioned->read_capacity_units < 1 || spec.provisioned->write_capacity_units < 1)) {
+    return ValidationError(
+        "ProvisionedThroughput: ReadCapacityUnits and WriteCapacityUnits must be >= 1");
+  }
+  for (const auto& g : spec.global_secondary_indexes) {
+    if (spec.provisioned && !g.provisioned) {
+      return ValidationError("No provisioned throughput specified for the global secondary index");
+    }
+    if (!spec.provisioned && g.provisioned) {
+      return ValidationError(
+          "One or more parameter values were invalid: ProvisionedThroughput should not be "
+          "specified for index: " +
+          g.name + " when BillingMode is PAY_PER_REQUEST");
+    }
+    if (g.provisioned &&
+        (g.provisioned->read_capacity_units < 1 || g.provisioned->write_capacity_units < 1)) {
+      return ValidationError(
+          "ProvisionedThroughput: ReadCapacityUnits and WriteCapacityUnits must be >= 1");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTableSpec(const TableSpec& spec) {
   if (auto s = ValidateTableName(spec.name); !s.ok()) return s;
   if (auto s = CheckKeyAttrDecl(spec.hash_key, "KeySchema"); !s.ok()) return s;
@@ -85,6 +111,7 @@ absl::Status ValidateTableSpec(const TableSpec& spec) {
       return ValidationError("KeySchema: the hash and range keys must be different attributes");
     }
   }
+  if (auto s = ValidateBilling(spec); !s.ok()) return s;
   if (spec.global_secondary_indexes.size() > 20) {
     return DdbError(ddb_error::kLimitExceeded, "GlobalSecondaryIndexes: at most 20 per table");
   }
@@ -256,6 +283,24 @@ bool IsTtlExpired(const Value* v, absl::Time now) {
   int64_t n = absl::ToUnixSeconds(now);
   constexpr int64_t kFiveYears = 5LL * 365 * 24 * 3600;
   return *secs < n && *secs >= n - kFiveYears;
+}
+
+absl::Status CheckIndexProjects(const TableSpec& spec, const GlobalSecondaryIndex& gsi,
+                                const std::set<std::string>& names) {
+  if (gsi.projection == ProjectionType::kAll) return absl::OkStatus();
+  std::vector<std::string> missing;
+  for (const auto& n : names) {
+    bool projected = n == spec.hash_key.name || (spec.range_key && n == spec.range_key->name) ||
+                     n == gsi.hash_key.name || (gsi.range_key && n == gsi.range_key->name);
+    if (!projected && gsi.projection == ProjectionType::kInclude) {
+      for (const auto& a : gsi.non_key_attributes) projected = projected || a == n;
+    }
+    if (!projected) missing.push_back(n);
+  }
+  if (missing.empty()) return absl::OkStatus();
+  return ValidationError(fmt::format(
+      "One or more parameter values were invalid: Global secondary index {} does not project [{}]",
+      gsi.name, fmt::join(missing, ", ")));
 }
 
 Item ProjectForIndex(const TableSpec& spec, const GlobalSecondaryIndex& gsi, const Item& item) {

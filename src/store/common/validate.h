@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,9 @@ inline constexpr int64_t kMaxSortKeyBytes = 1024;
 
 absl::Status ValidateTableName(std::string_view name);
 absl::Status ValidateTableSpec(const TableSpec& spec);
+// One billing mode for a table and its GSIs, units >= 1 (DynamoDB's rule; DynamoDB Local accepts
+// an on-demand table with a provisioned GSI, so the DynamoDB backend checks it before sending).
+absl::Status ValidateBilling(const TableSpec& spec);
 // The item has every key attribute, with the declared type, non-empty, within length limits.
 absl::Status ValidateItemKeys(const TableSpec& spec, const Item& item);
 // `key` is exactly the table's key attributes with the right types.
@@ -38,6 +42,10 @@ const GlobalSecondaryIndex* FindIndex(const TableSpec& spec, std::string_view na
 // DynamoDB TTL: the attribute is an N of epoch seconds earlier than now and not older than 5 years.
 bool IsTtlExpired(const Value* ttl_value, absl::Time now);
 std::optional<int64_t> TtlSeconds(const Value* ttl_value);
+// A ProjectionExpression on an index may read only what the index projects: DynamoDB's
+// "Global secondary index <name> does not project [a, b]" otherwise.
+absl::Status CheckIndexProjects(const TableSpec& spec, const GlobalSecondaryIndex& gsi,
+                                const std::set<std::string>& names);
 // An index item projected as the index says (table and index keys always kept).
 Item ProjectForIndex(const TableSpec& spec, const GlobalSecondaryIndex& gsi, const Item& item);
 absl::Status ValidateClientRequestToken(std::string_view token);

@@ -3,6 +3,7 @@
 #include "ddbapi/ddbapi.h"
 #include "fmt/format.h"
 #include "outbox/errors.h"
+#include "store/common/validate.h"
 #include "store/dynamodb/stream_feed.h"
 
 namespace outbox {
@@ -74,6 +75,7 @@ absl::Status DynamoDbStore::WaitActive(const std::string& table) {
 }
 
 absl::Status DynamoDbStore::CreateTable(const TableSpec& spec) {
+  if (auto v = store::ValidateBilling(spec); !v.ok()) return v;
   auto r = client_->Call("CreateTable", ddbapi::ToJson(spec));
   if (!r.ok()) return r.status();
   if (auto s = WaitActive(spec.name); !s.ok()) return s;
@@ -153,6 +155,24 @@ absl::StatusOr<QueryResult> DynamoDbStore::Query(const QueryRequest& req) {
   auto r = client_->Call("Query", ddbapi::ToJson(req));
   if (!r.ok()) return r.status();
   return ddbapi::QueryResponseFromJson(*r);
+}
+
+absl::StatusOr<QueryResult> DynamoDbStore::Scan(const ScanRequest& req) {
+  auto r = client_->Call("Scan", ddbapi::ToJson(req));
+  if (!r.ok()) return r.status();
+  return ddbapi::QueryResponseFromJson(*r);
+}
+
+absl::StatusOr<BatchWriteResult> DynamoDbStore::BatchWriteItem(const BatchWriteRequest& req) {
+  auto r = client_->Call("BatchWriteItem", ddbapi::ToJson(req));
+  if (!r.ok()) return r.status();
+  return ddbapi::BatchWriteResponseFromJson(*r);
+}
+
+absl::StatusOr<BatchGetResult> DynamoDbStore::BatchGetItem(const BatchGetRequest& req) {
+  auto r = client_->Call("BatchGetItem", ddbapi::ToJson(req));
+  if (!r.ok()) return r.status();
+  return ddbapi::BatchGetResponseFromJson(*r);
 }
 
 std::optional<std::vector<KeyAttribute>> DynamoDbStore::KeyAttributes(const std::string& table) {

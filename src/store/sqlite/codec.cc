@@ -44,6 +44,13 @@ absl::StatusOr<KeyAttribute> KeyAttrFromJson(const nlohmann::json& j) {
   }
   return k;
 }
+
+nlohmann::json ThroughputJson(const ProvisionedThroughput& t) {
+  return {{"read", t.read_capacity_units}, {"write", t.write_capacity_units}};
+}
+ProvisionedThroughput ThroughputFromJson(const nlohmann::json& j) {
+  return {j.at("read").get<int64_t>(), j.at("write").get<int64_t>()};
+}
 }  // namespace
 
 nlohmann::json SpecToJson(const TableSpec& spec) {
@@ -53,6 +60,7 @@ nlohmann::json SpecToJson(const TableSpec& spec) {
                       {"view", static_cast<int>(spec.stream_view_type)}};
   if (spec.range_key) j["range"] = KeyAttrJson(*spec.range_key);
   if (spec.ttl_attribute) j["ttl"] = *spec.ttl_attribute;
+  if (spec.provisioned) j["provisioned"] = ThroughputJson(*spec.provisioned);
   nlohmann::json gsis = nlohmann::json::array();
   for (const auto& g : spec.global_secondary_indexes) {
     nlohmann::json gj = {{"name", g.name},
@@ -60,6 +68,7 @@ nlohmann::json SpecToJson(const TableSpec& spec) {
                          {"projection", static_cast<int>(g.projection)},
                          {"include", g.non_key_attributes}};
     if (g.range_key) gj["range"] = KeyAttrJson(*g.range_key);
+    if (g.provisioned) gj["provisioned"] = ThroughputJson(*g.provisioned);
     gsis.push_back(std::move(gj));
   }
   j["gsis"] = std::move(gsis);
@@ -81,6 +90,8 @@ absl::StatusOr<TableSpec> SpecFromJson(const nlohmann::json& j) {
     spec.stream_enabled = j.at("stream").get<bool>();
     spec.stream_view_type = static_cast<StreamViewType>(j.at("view").get<int>());
     if (j.contains("ttl")) spec.ttl_attribute = j["ttl"].get<std::string>();
+    // Absent in files written before billing modes were kept: on-demand, as they were described.
+    if (j.contains("provisioned")) spec.provisioned = ThroughputFromJson(j["provisioned"]);
     for (const auto& gj : j.at("gsis")) {
       GlobalSecondaryIndex g;
       g.name = gj.at("name").get<std::string>();
@@ -94,6 +105,7 @@ absl::StatusOr<TableSpec> SpecFromJson(const nlohmann::json& j) {
       }
       g.projection = static_cast<ProjectionType>(gj.at("projection").get<int>());
       g.non_key_attributes = gj.at("include").get<std::vector<std::string>>();
+      if (gj.contains("provisioned")) g.provisioned = ThroughputFromJson(gj["provisioned"]);
       spec.global_secondary_indexes.push_back(std::move(g));
     }
     return spec;

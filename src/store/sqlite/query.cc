@@ -138,6 +138,10 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
         }
       }
     }
+    if (gsi && projection) {
+      auto v = store::CheckIndexProjects(spec, *gsi, projection->TopLevelNames(req.args.names));
+      if (!v.ok()) return v;
+    }
     Range r = RangeFor(*key);
     std::string hk = KeyBlob(key->hash_value);
 

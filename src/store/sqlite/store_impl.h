@@ -54,6 +54,9 @@ class SqliteStoreImpl final : public SqliteStore {
   absl::StatusOr<WriteResult> DeleteItem(const DeleteRequest& req) override;
   absl::StatusOr<std::optional<Item>> GetItem(const GetRequest& req) override;
   absl::StatusOr<QueryResult> Query(const QueryRequest& req) override;
+  absl::StatusOr<QueryResult> Scan(const ScanRequest& req) override;
+  absl::StatusOr<BatchWriteResult> BatchWriteItem(const BatchWriteRequest& req) override;
+  absl::StatusOr<BatchGetResult> BatchGetItem(const BatchGetRequest& req) override;
   absl::Status TransactWriteItems(const TransactWriteRequest& req) override;
   absl::StatusOr<std::vector<std::optional<Item>>> TransactGetItems(
       const std::vector<GetRequest>& gets) override;
