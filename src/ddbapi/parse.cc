@@ -35,6 +35,33 @@ absl::StatusOr<ExpressionArgs> Args(const Fields& f) {
   return a;
 }
 
+// Query's and Scan's Limit: >= 1 (a constraint of the request), clamped to int.
+absl::StatusOr<std::optional<int>> LimitField(const Fields& f) {
+  DDBAPI_ASSIGN_OR_RETURN(auto limit, f.OptInt("Limit"));
+  if (!limit) return std::optional<int>();
+  if (*limit < 1) {
+    return ConstraintError(fmt::format("'{}'", *limit), f.Member("Limit"),
+                           "Member must have value greater than or equal to 1");
+  }
+  return std::optional<int>(static_cast<int>(std::min<int64_t>(*limit, INT32_MAX)));
+}
+
+// The members Query and Scan share: filter, projection, placeholders, Limit, start key, Select,
+// ConsistentRead.
+template <typename Request>
+absl::Status ReadFields(const Fields& f, Request* r) {
+  DDBAPI_ASSIGN_OR_RETURN(r->filter, f.OptString("FilterExpression"));
+  DDBAPI_ASSIGN_OR_RETURN(r->projection, f.OptString("ProjectionExpression"));
+  DDBAPI_ASSIGN_OR_RETURN(r->args, Args(f));
+  DDBAPI_ASSIGN_OR_RETURN(r->limit, LimitField(f));
+  DDBAPI_ASSIGN_OR_RETURN(r->exclusive_start_key, f.OptItem("ExclusiveStartKey"));
+  DDBAPI_ASSIGN_OR_RETURN(auto select, f.OptEnum("Select", kSelectEnum));
+  if (select) r->select = ParseSelectName(*select);
+  DDBAPI_ASSIGN_OR_RETURN(auto consistent, f.OptBool("ConsistentRead"));
+  r->consistent_read = consistent.value_or(false);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ReturnValues> ReturnValuesField(const Fields& f) {
   DDBAPI_ASSIGN_OR_RETURN(auto rv, f.OptEnum("ReturnValues", kReturnValuesEnum));
   return rv ? ParseReturnValuesName(*rv) : ReturnValues::kNone;
@@ -149,24 +176,9 @@ absl::StatusOr<QueryRequest> ParseQuery(const json& body) {
         "Either the KeyConditions or KeyConditionExpression parameter must be specified in the "
         "request."));
   r.key_condition = *std::move(kc);
-  DDBAPI_ASSIGN_OR_RETURN(r.filter, f.OptString("FilterExpression"));
-  DDBAPI_ASSIGN_OR_RETURN(r.projection, f.OptString("ProjectionExpression"));
-  DDBAPI_ASSIGN_OR_RETURN(r.args, Args(f));
   DDBAPI_ASSIGN_OR_RETURN(auto forward, f.OptBool("ScanIndexForward"));
   r.scan_forward = forward.value_or(true);
-  DDBAPI_ASSIGN_OR_RETURN(auto limit, f.OptInt("Limit"));
-  if (limit) {
-    if (*limit < 1) {
-      return ConstraintError(fmt::format("'{}'", *limit), f.Member("Limit"),
-                             "Member must have value greater than or equal to 1");
-    }
-    r.limit = static_cast<int>(std::min<int64_t>(*limit, INT32_MAX));
-  }
-  DDBAPI_ASSIGN_OR_RETURN(r.exclusive_start_key, f.OptItem("ExclusiveStartKey"));
-  DDBAPI_ASSIGN_OR_RETURN(auto select, f.OptEnum("Select", kSelectEnum));
-  if (select) r.select = ParseSelectName(*select);
-  DDBAPI_ASSIGN_OR_RETURN(auto consistent, f.OptBool("ConsistentRead"));
-  r.consistent_read = consistent.value_or(false);
+  DDBAPI_RETURN_IF_ERROR(ReadFields(f, &r));
   DDBAPI_RETURN_IF_ERROR(CheckIgnoredEnums(f));
   return r;
 }
@@ -186,22 +198,7 @@ absl::StatusOr<ScanRequest> ParseScan(const json& body) {
   if (f.Has("IndexName")) {
     DDBAPI_ASSIGN_OR_RETURN(r.index, f.TableName("IndexName"));
   }
-  DDBAPI_ASSIGN_OR_RETURN(r.filter, f.OptString("FilterExpression"));
-  DDBAPI_ASSIGN_OR_RETURN(r.projection, f.OptString("ProjectionExpression"));
-  DDBAPI_ASSIGN_OR_RETURN(r.args, Args(f));
-  DDBAPI_ASSIGN_OR_RETURN(auto limit, f.OptInt("Limit"));
-  if (limit) {
-    if (*limit < 1) {
-      return ConstraintError(fmt::format("'{}'", *limit), f.Member("Limit"),
-                             "Member must have value greater than or equal to 1");
-    }
-    r.limit = static_cast<int>(std::min<int64_t>(*limit, INT32_MAX));
-  }
-  DDBAPI_ASSIGN_OR_RETURN(r.exclusive_start_key, f.OptItem("ExclusiveStartKey"));
-  DDBAPI_ASSIGN_OR_RETURN(auto select, f.OptEnum("Select", kSelectEnum));
-  if (select) r.select = ParseSelectName(*select);
-  DDBAPI_ASSIGN_OR_RETURN(auto consistent, f.OptBool("ConsistentRead"));
-  r.consistent_read = consistent.value_or(false);
+  DDBAPI_RETURN_IF_ERROR(ReadFields(f, &r));
   // Range checks of the segment pair are the store's (after the table check, as DynamoDB).
   auto clamp = [](int64_t v) {
     return static_cast<int>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));

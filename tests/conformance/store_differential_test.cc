@@ -52,6 +52,37 @@ std::string WithoutEmptyLastPage(std::string t) {
   return t;
 }
 
+// A whole read (every page) compared without its order: items sorted, counts summed.
+struct Unordered {
+  std::vector<std::string> items;
+  int64_t count = 0, scanned = 0;
+  std::string error;
+  std::string Text() {
+    if (!error.empty()) return error;
+    std::sort(items.begin(), items.end());
+    std::string out = "OK count=" + std::to_string(count) + " scanned=" + std::to_string(scanned);
+    for (const auto& it : items) out += " " + it;
+    return out;
+  }
+};
+
+// Runs `read` (one Query or Scan page) from `page` on, following LastEvaluatedKey.
+template <typename Request, typename Read>
+void AllPages(Request page, Read read, Unordered* u) {
+  for (int guard = 0; guard < 100; ++guard) {
+    auto r = read(page);
+    if (!r.ok()) {
+      u->error = ErrorText(r.status());
+      return;
+    }
+    u->count += r->count;
+    u->scanned += r->scanned_count;
+    for (const auto& it : r->items) u->items.push_back(ddbjson::Encode(it).dump());
+    if (!r->last_evaluated_key) return;
+    page.exclusive_start_key = r->last_evaluated_key;
+  }
+}
+
 class Differ {
  public:
   // `index`: the table has the GSI "by-s" (s, n) that index queries and scans use.
@@ -360,35 +391,17 @@ class Differ {
     std::string out[2];
     Store* stores[2] = {&a, &b};
     for (int s = 0; s < 2; ++s) {
-      std::vector<std::string> items;
-      int64_t count = 0, scanned = 0;
-      std::string error;
-      for (int seg = 0; seg < std::max(total, 1) && error.empty(); ++seg) {
+      Unordered u;
+      for (int seg = 0; seg < std::max(total, 1) && u.error.empty(); ++seg) {
         ScanRequest page = q;
         if (total) {
           page.total_segments = total;
           page.segment = bad_segment >= 0 ? bad_segment : seg;
         }
-        for (int guard = 0; guard < 100; ++guard) {
-          auto r = stores[s]->Scan(page);
-          if (!r.ok()) {
-            error = ErrorText(r.status());
-            break;
-          }
-          count += r->count;
-          scanned += r->scanned_count;
-          for (const auto& it : r->items) items.push_back(ddbjson::Encode(it).dump());
-          if (!r->last_evaluated_key) break;
-          page.exclusive_start_key = r->last_evaluated_key;
-        }
+        AllPages(
+            page, [&](const ScanRequest& p) { return stores[s]->Scan(p); }, &u);
       }
-      std::sort(items.begin(), items.end());
-      if (!error.empty()) {
-        out[s] = error;
-        continue;
-      }
-      out[s] = "OK count=" + std::to_string(count) + " scanned=" + std::to_string(scanned);
-      for (const auto& it : items) out[s] += " " + it;
+      out[s] = u.Text();
     }
     return {out[0], out[1]};
   }
@@ -529,25 +542,10 @@ class Differ {
     std::string out[2];
     Store* stores[2] = {&a, &b};
     for (int s = 0; s < 2; ++s) {
-      std::vector<std::string> items;
-      int64_t count = 0, scanned = 0;
-      QueryRequest page = q;
-      for (int guard = 0; guard < 100; ++guard) {
-        auto r = stores[s]->Query(page);
-        if (!r.ok()) {
-          out[s] = ErrorText(r.status());
-          break;
-        }
-        count += r->count;
-        scanned += r->scanned_count;
-        for (const auto& it : r->items) items.push_back(ddbjson::Encode(it).dump());
-        if (!r->last_evaluated_key) break;
-        page.exclusive_start_key = r->last_evaluated_key;
-      }
-      if (!out[s].empty()) continue;
-      std::sort(items.begin(), items.end());
-      out[s] = "OK count=" + std::to_string(count) + " scanned=" + std::to_string(scanned);
-      for (const auto& it : items) out[s] += " " + it;
+      Unordered u;
+      AllPages(
+          q, [&](const QueryRequest& p) { return stores[s]->Query(p); }, &u);
+      out[s] = u.Text();
     }
     return {out[0], out[1]};
   }

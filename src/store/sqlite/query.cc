@@ -66,28 +66,10 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
     auto parsed_kc = expr::Cache::Global().GetKeyCondition(req.key_condition);
     if (!parsed_kc.ok()) return parsed_kc.status();
     kc = *std::move(parsed_kc);
-    if (req.filter) {
-      auto f = expr::Cache::Global().GetCondition(*req.filter, expr::Kind::kFilter);
-      if (!f.ok()) return f.status();
-      if (auto s = (*f)->Validate(req.args, &used); !s.ok()) return s;
-      filter = *std::move(f);
-    }
-    if (req.projection) {
-      auto p = expr::Cache::Global().GetProjection(*req.projection);
-      if (!p.ok()) return p.status();
-      if (auto s = (*p)->Validate(req.args.names, &used); !s.ok()) return s;
-      projection = *std::move(p);
-      if (req.select && *req.select != Select::kSpecificAttributes) {
-        return ValidationError(
-            "Cannot specify the ProjectionExpression when choosing to get ALL_ATTRIBUTES, "
-            "ALL_PROJECTED_ATTRIBUTES or COUNT");
-      }
-    }
-    if (req.select == Select::kSpecificAttributes && !req.projection) {
-      return ValidationError(
-          "Must specify the AttributesToGet or ProjectionExpression when choosing to get "
-          "SPECIFIC_ATTRIBUTES");
-    }
+    auto s =
+        CompileReadExpressions(req.filter, req.projection, req.args, &used, &filter, &projection);
+    if (!s.ok()) return s;
+    if (auto v = CheckSelect(req.select, req.projection.has_value()); !v.ok()) return v;
     if (req.limit && *req.limit < 1) {
       return ValidationError(
           fmt::format("1 validation error detected: Value '{}' at 'limit' failed to satisfy "
@@ -206,42 +188,84 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
           .BindBlob(7, std::get<1>(*start))
           .BindBlob(8, std::get<2>(*start));
 
-    int64_t bytes = 0;
-    std::optional<Item> last;
-    bool stopped = false;
-    while (true) {
-      auto row = st->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      if (req.limit && result.scanned_count >= *req.limit) {
-        stopped = true;
-        break;
-      }
-      auto item = DecodeItem(st->ColumnText(0));
-      if (!item.ok()) return item.status();
-      ++result.scanned_count;
-      bytes += ItemSize(*item);
-      last = gsi ? store::ExtractIndexKey(spec, *gsi, *item) : store::ExtractKey(spec, *item);
-      Item visible = gsi ? store::ProjectForIndex(spec, *gsi, *item) : *std::move(item);
-      if (!filter || filter->Evaluate(visible, req.args)) {
-        ++result.count;
-        if (req.select != Select::kCount) {
-          result.items.push_back(projection ? projection->Apply(visible, req.args.names)
-                                            : std::move(visible));
-        }
-      }
-      if (bytes >= kMaxQueryPageBytes) {
-        stopped = true;
-        break;
-      }
-    }
-    // DynamoDB returns LastEvaluatedKey whenever Limit stopped the read, even at the very end.
-    if (req.limit && result.scanned_count == *req.limit) stopped = true;
-    if (stopped && last) result.last_evaluated_key = std::move(last);
-    return absl::OkStatus();
+    return ReadPage(*st, 0,
+                    PageRead{spec, gsi, filter.get(), projection.get(), req.args, req.limit,
+                             req.select == Select::kCount, nullptr},
+                    &result);
   });
   if (!s.ok()) return s;
   return result;
+}
+
+absl::Status CompileReadExpressions(const std::optional<std::string>& filter_text,
+                                    const std::optional<std::string>& projection_text,
+                                    const ExpressionArgs& args, expr::Usage* used,
+                                    std::shared_ptr<const expr::Condition>* filter,
+                                    std::shared_ptr<const expr::Projection>* projection) {
+  if (filter_text) {
+    auto f = expr::Cache::Global().GetCondition(*filter_text, expr::Kind::kFilter);
+    if (!f.ok()) return f.status();
+    if (auto s = (*f)->Validate(args, used); !s.ok()) return s;
+    *filter = *std::move(f);
+  }
+  if (projection_text) {
+    auto p = expr::Cache::Global().GetProjection(*projection_text);
+    if (!p.ok()) return p.status();
+    if (auto s = (*p)->Validate(args.names, used); !s.ok()) return s;
+    *projection = *std::move(p);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSelect(const std::optional<Select>& select, bool has_projection) {
+  if (has_projection && select && *select != Select::kSpecificAttributes) {
+    return ValidationError(
+        "Cannot specify the ProjectionExpression when choosing to get ALL_ATTRIBUTES, "
+        "ALL_PROJECTED_ATTRIBUTES or COUNT");
+  }
+  if (select == Select::kSpecificAttributes && !has_projection) {
+    return ValidationError(
+        "Must specify the AttributesToGet or ProjectionExpression when choosing to get "
+        "SPECIFIC_ATTRIBUTES");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadPage(sqlite::Stmt& st, int item_col, const PageRead& p, QueryResult* result) {
+  int64_t bytes = 0;
+  std::optional<Item> last;
+  bool stopped = false;
+  while (true) {
+    auto row = st.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    if (p.skip && p.skip(st)) continue;
+    if (p.limit && result->scanned_count >= *p.limit) {
+      stopped = true;
+      break;
+    }
+    auto item = DecodeItem(st.ColumnText(item_col));
+    if (!item.ok()) return item.status();
+    ++result->scanned_count;
+    bytes += ItemSize(*item);
+    last = p.gsi ? store::ExtractIndexKey(p.spec, *p.gsi, *item) : store::ExtractKey(p.spec, *item);
+    Item visible = p.gsi ? store::ProjectForIndex(p.spec, *p.gsi, *item) : *std::move(item);
+    if (!p.filter || p.filter->Evaluate(visible, p.args)) {
+      ++result->count;
+      if (!p.count_only) {
+        result->items.push_back(p.projection ? p.projection->Apply(visible, p.args.names)
+                                             : std::move(visible));
+      }
+    }
+    if (bytes >= kMaxQueryPageBytes) {
+      stopped = true;
+      break;
+    }
+  }
+  // DynamoDB returns LastEvaluatedKey whenever Limit stopped the read, even at the very end.
+  if (p.limit && result->scanned_count == *p.limit) stopped = true;
+  if (stopped && last) result->last_evaluated_key = std::move(last);
+  return absl::OkStatus();
 }
 
 }  // namespace outbox::sqlite_store

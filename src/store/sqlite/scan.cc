@@ -86,18 +86,9 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Scan(const ScanRequest& req) {
   std::shared_ptr<const expr::Condition> filter;
   std::shared_ptr<const expr::Projection> projection;
   absl::Status expr_status = [&]() -> absl::Status {
-    if (req.filter) {
-      auto f = expr::Cache::Global().GetCondition(*req.filter, expr::Kind::kFilter);
-      if (!f.ok()) return f.status();
-      if (auto s = (*f)->Validate(req.args, &used); !s.ok()) return s;
-      filter = *std::move(f);
-    }
-    if (req.projection) {
-      auto p = expr::Cache::Global().GetProjection(*req.projection);
-      if (!p.ok()) return p.status();
-      if (auto s = (*p)->Validate(req.args.names, &used); !s.ok()) return s;
-      projection = *std::move(p);
-    }
+    auto s =
+        CompileReadExpressions(req.filter, req.projection, req.args, &used, &filter, &projection);
+    if (!s.ok()) return s;
     return expr::CheckAllUsed(req.args, used);
   }();
 
@@ -127,16 +118,7 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Scan(const ScanRequest& req) {
       return ValidationError(
           "ALL_PROJECTED_ATTRIBUTES can be used only when Querying using an IndexName");
     }
-    if (req.projection && req.select && *req.select != Select::kSpecificAttributes) {
-      return ValidationError(
-          "Cannot specify the ProjectionExpression when choosing to get ALL_ATTRIBUTES, "
-          "ALL_PROJECTED_ATTRIBUTES or COUNT");
-    }
-    if (req.select == Select::kSpecificAttributes && !req.projection) {
-      return ValidationError(
-          "Must specify the AttributesToGet or ProjectionExpression when choosing to get "
-          "SPECIFIC_ATTRIBUTES");
-    }
+    if (auto v = CheckSelect(req.select, req.projection.has_value()); !v.ok()) return v;
     if (gsi && req.select == Select::kAllAttributes && gsi->projection != ProjectionType::kAll) {
       return ValidationError(
           "One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not "
@@ -198,42 +180,16 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Scan(const ScanRequest& req) {
     st->Bind(1, (*t)->id).Bind(2, gsi ? gsi->name : std::string());
     for (size_t i = 0; i < start.size(); ++i) st->BindBlob(static_cast<int>(3 + i), start[i]);
 
-    int64_t bytes = 0;
-    std::optional<Item> last;
-    bool stopped = false;
-    while (true) {
-      auto row = st->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      if (req.total_segments && SegmentOf(st->ColumnBlob(0), *req.total_segments) != *req.segment) {
-        continue;
-      }
-      if (req.limit && result.scanned_count >= *req.limit) {
-        stopped = true;
-        break;
-      }
-      auto item = DecodeItem(st->ColumnText(1));
-      if (!item.ok()) return item.status();
-      ++result.scanned_count;
-      bytes += ItemSize(*item);
-      last = gsi ? store::ExtractIndexKey(spec, *gsi, *item) : store::ExtractKey(spec, *item);
-      Item visible = gsi ? store::ProjectForIndex(spec, *gsi, *item) : *std::move(item);
-      if (!filter || filter->Evaluate(visible, req.args)) {
-        ++result.count;
-        if (req.select != Select::kCount) {
-          result.items.push_back(projection ? projection->Apply(visible, req.args.names)
-                                            : std::move(visible));
-        }
-      }
-      if (bytes >= kMaxQueryPageBytes) {
-        stopped = true;
-        break;
-      }
+    std::function<bool(sqlite::Stmt&)> other_segment;
+    if (req.total_segments) {
+      other_segment = [&](sqlite::Stmt& row) {
+        return SegmentOf(row.ColumnBlob(0), *req.total_segments) != *req.segment;
+      };
     }
-    // As in Query: a LastEvaluatedKey whenever Limit stopped the read, even at the very end.
-    if (req.limit && result.scanned_count == *req.limit) stopped = true;
-    if (stopped && last) result.last_evaluated_key = std::move(last);
-    return absl::OkStatus();
+    return ReadPage(*st, 1,
+                    PageRead{spec, gsi, filter.get(), projection.get(), req.args, req.limit,
+                             req.select == Select::kCount, std::move(other_segment)},
+                    &result);
   });
   if (!s.ok()) return s;
   return result;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,33 @@ struct PreparedAction {
   std::shared_ptr<const expr::Condition> condition;
   std::shared_ptr<const expr::Update> update;
 };
+
+// One page of a Query or Scan: reads the rows of `st` (the item's text in column `item_col`),
+// skipping those `skip` refuses (a parallel scan's other segments), until Limit items were read
+// or 1 MB; applies the index projection, the filter and the ProjectionExpression; sets
+// LastEvaluatedKey when the page stopped early, or exactly at Limit (as DynamoDB does).
+struct PageRead {
+  const TableSpec& spec;
+  const GlobalSecondaryIndex* gsi = nullptr;
+  const expr::Condition* filter = nullptr;
+  const expr::Projection* projection = nullptr;
+  const ExpressionArgs& args;
+  std::optional<int> limit;
+  bool count_only = false;
+  std::function<bool(sqlite::Stmt&)> skip;  // optional
+};
+absl::Status ReadPage(sqlite::Stmt& st, int item_col, const PageRead& p, QueryResult* result);
+
+// Select against ProjectionExpression (SPECIFIC_ATTRIBUTES needs one, the others take none).
+absl::Status CheckSelect(const std::optional<Select>& select, bool has_projection);
+
+// Parses and validates a read's FilterExpression and ProjectionExpression (either may be absent),
+// recording the placeholders they use in `used`.
+absl::Status CompileReadExpressions(const std::optional<std::string>& filter_text,
+                                    const std::optional<std::string>& projection_text,
+                                    const ExpressionArgs& args, expr::Usage* used,
+                                    std::shared_ptr<const expr::Condition>* filter,
+                                    std::shared_ptr<const expr::Projection>* projection);
 
 class SqliteStoreImpl final : public SqliteStore {
  public:
