@@ -73,6 +73,48 @@ struct TableDescription {
   std::string stream_arn;  // empty when the change feed is off
 };
 
+enum class BillingMode { kProvisioned, kPayPerRequest };
+
+// UpdateTable: one set of changes to a table, applied together or not at all (DynamoDB's
+// UpdateTable, docs/DYNAMODB-COMPATIBILITY.md has the rules and their order). A GSI created is
+// backfilled from the table's items before the call returns; an item whose index key attribute
+// has another type is left out of the index, as DynamoDB does. On DynamoDB the call returns
+// once the table and every index are ACTIVE again.
+struct IndexThroughputUpdate {
+  std::string index;
+  ProvisionedThroughput throughput;
+  bool operator==(const IndexThroughputUpdate&) const = default;
+};
+
+struct StreamChange {
+  bool enabled = false;
+  std::optional<StreamViewType> view_type;  // required when enabling, refused when disabling
+  bool operator==(const StreamChange&) const = default;
+};
+
+// UpdateTimeToLive: enable on `attribute`, or disable (attribute: the one enabled).
+struct TtlChange {
+  bool enabled = false;
+  std::string attribute;
+  bool operator==(const TtlChange&) const = default;
+};
+
+struct TableUpdate {
+  std::string table;
+  // AttributeDefinitions sent with the request: the key attributes of an index created. One
+  // already defined by the table must keep its type.
+  std::vector<KeyAttribute> attribute_definitions;
+  std::optional<BillingMode> billing_mode;
+  std::optional<ProvisionedThroughput> provisioned;  // the table's new units
+  std::vector<GlobalSecondaryIndex> create_indexes;  // with delete_indexes: one index at most
+  std::vector<std::string> delete_indexes;
+  std::vector<IndexThroughputUpdate> update_indexes;  // new units of existing indexes
+  std::optional<StreamChange> stream;
+  // DynamoDB changes TTL with its own operation (UpdateTimeToLive), never with other changes;
+  // the embedded store recomputes every item's expiry in the same transaction.
+  std::optional<TtlChange> ttl;
+};
+
 enum class ReturnValues { kNone, kAllOld, kUpdatedOld, kAllNew, kUpdatedNew };
 
 // Shared by every request that takes expressions.
@@ -294,6 +336,8 @@ class Store {
   virtual absl::StatusOr<TableDescription> DescribeTable(std::string_view table) = 0;
   virtual absl::Status DeleteTable(std::string_view table) = 0;
   virtual absl::StatusOr<std::vector<std::string>> ListTables() = 0;
+  // The table as described after the update.
+  virtual absl::StatusOr<TableDescription> UpdateTable(const TableUpdate& update) = 0;
 
   virtual absl::StatusOr<WriteResult> PutItem(const PutRequest& req) = 0;
   virtual absl::StatusOr<WriteResult> UpdateItem(const UpdateRequest& req) = 0;

@@ -50,6 +50,8 @@ absl::StatusOr<std::vector<GetRequest>> ParseTransactGetItems(const json& body);
 // an optional `TimeToLiveSpecification` {AttributeName, Enabled} sets the TTL
 // attribute at creation (the Store port fixes TTL at CreateTable).
 absl::StatusOr<TableSpec> ParseCreateTable(const json& body);
+// UpdateTable. Index keys resolve against the request's AttributeDefinitions (DynamoDB's rule).
+absl::StatusOr<TableUpdate> ParseUpdateTable(const json& body);
 // DescribeTable, DeleteTable, DescribeTimeToLive: {"TableName": …}.
 absl::StatusOr<std::string> ParseTableName(const json& body);
 
@@ -77,6 +79,7 @@ json ToTransactGetJson(const std::vector<GetRequest>& gets);
 // CreateTable, without TTL (standard DynamoDB); send UpdateTimeToLiveJson after it.
 json ToJson(const TableSpec& spec);
 json ToJson(const TimeToLiveUpdate& u);      // UpdateTimeToLive
+json ToJson(const TableUpdate& u);           // UpdateTable
 json TableNameJson(std::string_view table);  // DescribeTable / DeleteTable
 
 // ---- responses: C++ -> JSON (exactly like DynamoDB) -----------------------------
@@ -92,6 +95,10 @@ json BatchGetResponseToJson(const BatchGetResult& r);  // {"Responses":{…},"Un
 // The TableDescription object (wrap it: CreateTable/DeleteTable "TableDescription",
 // DescribeTable "Table"). TTL is not part of it (DescribeTimeToLive is).
 json TableDescriptionToJson(const TableDescription& d);
+// UpdateTable's {"TableDescription":…} as DynamoDB answers it: an index created is described as
+// CREATING and one deleted as DELETING, though the embedded store has already finished both.
+json UpdateTableResponseToJson(const TableDescription& before, const TableDescription& after,
+                               const TableUpdate& u);
 json TimeToLiveDescriptionToJson(const TableSpec& spec);  // DescribeTimeToLive
 
 // ---- responses: JSON -> C++ (what the DynamoDB backend receives) ----------------

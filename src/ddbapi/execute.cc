@@ -45,22 +45,40 @@ absl::StatusOr<json> DoListTables(Store& store, const json& body) {
 }
 
 absl::StatusOr<json> DoUpdateTimeToLive(Store& store, const json& body) {
-  DDBAPI_ASSIGN_OR_RETURN(auto u, ParseUpdateTimeToLive(body));
-  DDBAPI_ASSIGN_OR_RETURN(auto d, store.DescribeTable(u.table));
-  const auto& current = d.spec.ttl_attribute;
-  bool same = u.enabled ? (current && *current == u.attribute) : !current.has_value();
-  if (!same) {
-    if (u.enabled && current) {
-      return ValidationError(fmt::format(
-          "TimeToLive is active on a different AttributeName: current AttributeName is {}",
-          *current));
-    }
-    return ValidationError(
-        "TimeToLive cannot be changed after CreateTable by this store; set it with CreateTable's "
-        "TimeToLiveSpecification (an outbox extension)");
-  }
+  DDBAPI_ASSIGN_OR_RETURN(auto t, ParseUpdateTimeToLive(body));
+  TableUpdate u;
+  u.table = t.table;
+  u.ttl = TtlChange{t.enabled, t.attribute};
+  auto r = store.UpdateTable(u);
+  if (!r.ok()) return r.status();
   return json{
-      {"TimeToLiveSpecification", {{"AttributeName", u.attribute}, {"Enabled", u.enabled}}}};
+      {"TimeToLiveSpecification", {{"AttributeName", t.attribute}, {"Enabled", t.enabled}}}};
+}
+
+// DynamoDB looks the table up before it validates the update (its message differs from the other
+// operations' ResourceNotFoundException).
+absl::StatusOr<json> DoUpdateTable(Store& store, const json& body) {
+  auto no_table = [&](const absl::Status& s) {
+    return DdbErrorName(s) == ddb_error::kResourceNotFound
+               ? DdbError(ddb_error::kResourceNotFound,
+                          "Cannot do operations on a non-existent table")
+               : s;
+  };
+  auto u = ParseUpdateTable(body);
+  if (!u.ok()) {
+    auto name = body.is_object() ? body.find("TableName") : body.end();
+    if (DdbErrorName(u.status()) != ddb_error::kValidation || name == body.end() ||
+        !name->is_string())
+      return u.status();
+    auto d = store.DescribeTable(name->get<std::string>());
+    if (!d.ok() && DdbErrorName(d.status()) == ddb_error::kResourceNotFound)
+      return no_table(d.status());
+    return u.status();
+  }
+  auto before = store.DescribeTable(u->table);
+  if (!before.ok()) return no_table(before.status());
+  DDBAPI_ASSIGN_OR_RETURN(auto after, store.UpdateTable(*u));
+  return UpdateTableResponseToJson(*before, after, *u);
 }
 
 // A parse error DynamoDB reports only for an existing table (model/error_marks.h): when the
@@ -169,6 +187,7 @@ const std::map<std::string, Handler, std::less<>>& Handlers() {
          return TimeToLiveDescriptionToJson(d.spec);
        }},
       {"UpdateTimeToLive", DoUpdateTimeToLive},
+      {"UpdateTable", DoUpdateTable},
       {"ListTables", DoListTables},
   };
   return *h;

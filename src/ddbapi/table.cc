@@ -75,15 +75,25 @@ absl::StatusOr<KeyAttribute> Resolve(const std::map<std::string, Type>& defs,
   return KeyAttribute{name, it->second};
 }
 
+// `update`: an UpdateTable Create action (its own wording for an undefined key attribute).
 absl::StatusOr<GlobalSecondaryIndex> ParseGsi(const json& j, const std::string& path,
                                               const std::map<std::string, Type>& defs,
-                                              std::set<std::string>* used) {
-  Fields f(j, path, "CreateTable");
+                                              std::set<std::string>* used, bool update = false) {
+  Fields f(j, path, update ? "UpdateTable" : "CreateTable");
   DDBAPI_RETURN_IF_ERROR(f.Init(
       {"IndexName", "KeySchema", "Projection", "ProvisionedThroughput", "OnDemandThroughput"}));
   GlobalSecondaryIndex g;
   DDBAPI_ASSIGN_OR_RETURN(g.name, f.TableName("IndexName"));
   DDBAPI_ASSIGN_OR_RETURN(auto keys, ParseKeySchema(f));
+  if (update) {
+    for (const auto& k : keys) {
+      if (!defs.count(k.name)) {
+        return ValidationError(fmt::format(
+            "Global Secondary Index {} key not specified in Attribute Definitions.Type unknown.",
+            k.range ? "range" : "hash"));
+      }
+    }
+  }
   DDBAPI_ASSIGN_OR_RETURN(g.hash_key, Resolve(defs, keys[0].name, used));
   if (keys.size() == 2) {
     DDBAPI_ASSIGN_OR_RETURN(auto rk, Resolve(defs, keys[1].name, used));
@@ -173,6 +183,33 @@ absl::Status CheckBilling(const Fields& f, const std::optional<std::string>& bil
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::map<std::string, Type>> ParseAttributeDefinitions(const Fields& f,
+                                                                      const json& arr,
+                                                                      std::string_view what) {
+  std::map<std::string, Type> defs;
+  for (size_t i = 0; i < arr.size(); ++i) {
+    Fields d(arr[i], fmt::format("{}.{}.member", f.Member("AttributeDefinitions"), i + 1), what);
+    DDBAPI_RETURN_IF_ERROR(d.Init({"AttributeName", "AttributeType"}));
+    DDBAPI_ASSIGN_OR_RETURN(auto name, d.ReqString("AttributeName"));
+    DDBAPI_ASSIGN_OR_RETURN(auto type, d.OptEnum("AttributeType", kScalarTypeEnum));
+    if (!type) return d.Missing("AttributeType");
+    Type t = Type::S;
+    ParseTypeName(*type, &t);
+    if (!defs.emplace(name, t).second) {
+      return ValidationError("Cannot have two attributes with the same name, attribute name: " +
+                             name);
+    }
+  }
+  return defs;
+}
+
+StreamViewType ViewTypeFromName(std::string_view v) {
+  return v == "KEYS_ONLY"   ? StreamViewType::kKeysOnly
+         : v == "NEW_IMAGE" ? StreamViewType::kNewImage
+         : v == "OLD_IMAGE" ? StreamViewType::kOldImage
+                            : StreamViewType::kNewAndOldImages;
+}
+
 absl::Status CheckObject(const Fields& f, std::string_view name) {
   if (f.Has(name) && !f.At(name).is_object()) {
     return SerializationError(
@@ -209,23 +246,8 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
         "(only false is accepted)");
   }
 
-  // AttributeDefinitions
   DDBAPI_ASSIGN_OR_RETURN(const json* defs_arr, f.ReqArray("AttributeDefinitions"));
-  std::map<std::string, Type> defs;
-  for (size_t i = 0; i < defs_arr->size(); ++i) {
-    Fields d((*defs_arr)[i], fmt::format("{}.{}.member", f.Member("AttributeDefinitions"), i + 1),
-             "CreateTable");
-    DDBAPI_RETURN_IF_ERROR(d.Init({"AttributeName", "AttributeType"}));
-    DDBAPI_ASSIGN_OR_RETURN(auto name, d.ReqString("AttributeName"));
-    DDBAPI_ASSIGN_OR_RETURN(auto type, d.OptEnum("AttributeType", kScalarTypeEnum));
-    if (!type) return d.Missing("AttributeType");
-    Type t = Type::S;
-    ParseTypeName(*type, &t);
-    if (!defs.emplace(name, t).second) {
-      return ValidationError("Cannot have two attributes with the same name, attribute name: " +
-                             name);
-    }
-  }
+  DDBAPI_ASSIGN_OR_RETURN(auto defs, ParseAttributeDefinitions(f, *defs_arr, "CreateTable"));
   std::set<std::string> used;
   DDBAPI_ASSIGN_OR_RETURN(auto keys, ParseKeySchema(f));
   DDBAPI_ASSIGN_OR_RETURN(spec.hash_key, Resolve(defs, keys[0].name, &used));
@@ -278,12 +300,7 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
           "is set to false");
     }
     spec.stream_enabled = *enabled;
-    if (view) {
-      spec.stream_view_type = *view == "KEYS_ONLY"   ? StreamViewType::kKeysOnly
-                              : *view == "NEW_IMAGE" ? StreamViewType::kNewImage
-                              : *view == "OLD_IMAGE" ? StreamViewType::kOldImage
-                                                     : StreamViewType::kNewAndOldImages;
-    }
+    if (view) spec.stream_view_type = ViewTypeFromName(*view);
   }
   if (f.Has("TimeToLiveSpecification")) {  // outbox extension, see ddbapi.h
     Fields t(f.At("TimeToLiveSpecification"), f.Member("TimeToLiveSpecification"), "CreateTable");
@@ -298,6 +315,91 @@ absl::StatusOr<TableSpec> ParseCreateTable(const json& body) {
     if (*enabled) spec.ttl_attribute = attr;
   }
   return spec;
+}
+
+absl::StatusOr<TableUpdate> ParseUpdateTable(const json& body) {
+  Fields f(body, "", "UpdateTable");
+  DDBAPI_RETURN_IF_ERROR(f.Init(
+      {"TableName", "AttributeDefinitions", "BillingMode", "ProvisionedThroughput",
+       "GlobalSecondaryIndexUpdates", "StreamSpecification", "SSESpecification", "ReplicaUpdates",
+       "TableClass", "DeletionProtectionEnabled", "OnDemandThroughput", "WarmThroughput"}));
+  TableUpdate u;
+  DDBAPI_ASSIGN_OR_RETURN(u.table, f.TableName());
+  for (const char* unsupported : {"SSESpecification", "ReplicaUpdates", "TableClass",
+                                  "OnDemandThroughput", "WarmThroughput"}) {
+    if (f.Has(unsupported)) {  // refused, never silently dropped
+      return ValidationError(fmt::format(
+          "UpdateTable: {} is not supported by this store (docs/DYNAMODB-COMPATIBILITY.md)",
+          unsupported));
+    }
+  }
+  DDBAPI_ASSIGN_OR_RETURN(auto deletion_protection, f.OptBool("DeletionProtectionEnabled"));
+  if (deletion_protection.value_or(false)) {
+    return ValidationError(
+        "DeletionProtectionEnabled: deletion protection is not supported by the embedded store "
+        "(only false is accepted)");
+  }
+  DDBAPI_ASSIGN_OR_RETURN(auto billing, f.OptEnum("BillingMode", kBillingModeEnum));
+  if (billing)
+    u.billing_mode =
+        *billing == "PROVISIONED" ? BillingMode::kProvisioned : BillingMode::kPayPerRequest;
+  DDBAPI_RETURN_IF_ERROR(CheckObject(f, "ProvisionedThroughput"));
+  if (f.Has("ProvisionedThroughput")) {
+    DDBAPI_ASSIGN_OR_RETURN(u.provisioned, ParseThroughput(f));
+  }
+  DDBAPI_ASSIGN_OR_RETURN(const json* defs_arr, f.OptArray("AttributeDefinitions"));
+  std::map<std::string, Type> defs;
+  if (defs_arr) {
+    DDBAPI_ASSIGN_OR_RETURN(defs, ParseAttributeDefinitions(f, *defs_arr, "UpdateTable"));
+    for (const auto& [name, type] : defs) u.attribute_definitions.push_back({name, type});
+  }
+  DDBAPI_ASSIGN_OR_RETURN(const json* updates, f.OptArray("GlobalSecondaryIndexUpdates"));
+  for (size_t i = 0; updates && i < updates->size(); ++i) {
+    const std::string path =
+        fmt::format("{}.{}.member", f.Member("GlobalSecondaryIndexUpdates"), i + 1);
+    Fields a((*updates)[i], path, "UpdateTable");
+    DDBAPI_RETURN_IF_ERROR(a.Init({"Create", "Update", "Delete"}));
+    if (!a.Has("Create") && !a.Has("Update") && !a.Has("Delete"))
+      return ValidationError("Update global secondary index action is null");
+    if (a.Has("Create")) {
+      if (!defs_arr) return ValidationError("No Attribute Schema Defined");
+      std::set<std::string> used;
+      DDBAPI_ASSIGN_OR_RETURN(auto g,
+                              ParseGsi(a.At("Create"), a.Member("Create"), defs, &used, true));
+      Fields c(a.At("Create"), a.Member("Create"), "UpdateTable");
+      if (c.Has("ProvisionedThroughput")) {
+        DDBAPI_ASSIGN_OR_RETURN(g.provisioned, ParseThroughput(c));
+      }
+      u.create_indexes.push_back(std::move(g));
+    }
+    if (a.Has("Update")) {
+      Fields up(a.At("Update"), a.Member("Update"), "UpdateTable");
+      DDBAPI_RETURN_IF_ERROR(up.Init({"IndexName", "ProvisionedThroughput", "OnDemandThroughput"}));
+      IndexThroughputUpdate t;
+      DDBAPI_ASSIGN_OR_RETURN(t.index, up.TableName("IndexName"));
+      if (!up.Has("ProvisionedThroughput")) return up.Missing("ProvisionedThroughput");
+      DDBAPI_ASSIGN_OR_RETURN(t.throughput, ParseThroughput(up));
+      u.update_indexes.push_back(std::move(t));
+    }
+    if (a.Has("Delete")) {
+      Fields d(a.At("Delete"), a.Member("Delete"), "UpdateTable");
+      DDBAPI_RETURN_IF_ERROR(d.Init({"IndexName"}));
+      DDBAPI_ASSIGN_OR_RETURN(auto name, d.TableName("IndexName"));
+      u.delete_indexes.push_back(std::move(name));
+    }
+  }
+  if (f.Has("StreamSpecification")) {
+    Fields st(f.At("StreamSpecification"), f.Member("StreamSpecification"), "UpdateTable");
+    DDBAPI_RETURN_IF_ERROR(st.Init({"StreamEnabled", "StreamViewType"}));
+    DDBAPI_ASSIGN_OR_RETURN(auto enabled, st.OptBool("StreamEnabled"));
+    if (!enabled) return ValidationError("Stream StreamEnabled was null");
+    DDBAPI_ASSIGN_OR_RETURN(auto view, st.OptEnum("StreamViewType", kStreamViewTypeEnum));
+    StreamChange change;
+    change.enabled = *enabled;
+    if (view) change.view_type = ViewTypeFromName(*view);
+    u.stream = change;
+  }
+  return u;
 }
 
 namespace {
@@ -355,6 +457,15 @@ std::string TableArn(const std::string& table) {
   return fmt::format("arn:aws:dynamodb:local:000000000000:table/{}", table);
 }
 
+json IndexDescriptionJson(const std::string& table, const GlobalSecondaryIndex& g) {
+  return {{"IndexName", g.name},
+          {"IndexArn", TableArn(table) + "/index/" + g.name},
+          {"IndexStatus", "ACTIVE"},
+          {"KeySchema", KeySchemaJson(g.hash_key, g.range_key)},
+          {"Projection", ProjectionJson(g)},
+          {"ProvisionedThroughput", ThroughputDescriptionJson(g.provisioned)}};
+}
+
 }  // namespace
 
 json ToJson(const TableSpec& spec) {
@@ -383,6 +494,49 @@ json ToJson(const TimeToLiveUpdate& u) {
           {"TimeToLiveSpecification", {{"AttributeName", u.attribute}, {"Enabled", u.enabled}}}};
 }
 
+json ToJson(const TableUpdate& u) {
+  json j = {{"TableName", u.table}};
+  std::map<std::string, Type> defs;
+  for (const auto& k : u.attribute_definitions) defs.emplace(k.name, k.type);
+  for (const auto& g : u.create_indexes) {
+    defs.emplace(g.hash_key.name, g.hash_key.type);
+    if (g.range_key) defs.emplace(g.range_key->name, g.range_key->type);
+  }
+  if (!defs.empty()) {
+    json a = json::array();
+    for (const auto& [name, type] : defs)
+      a.push_back({{"AttributeName", name}, {"AttributeType", std::string(TypeName(type))}});
+    j["AttributeDefinitions"] = std::move(a);
+  }
+  if (u.billing_mode) {
+    j["BillingMode"] =
+        *u.billing_mode == BillingMode::kProvisioned ? "PROVISIONED" : "PAY_PER_REQUEST";
+  }
+  if (u.provisioned) j["ProvisionedThroughput"] = ThroughputRequestJson(*u.provisioned);
+  json updates = json::array();
+  for (const auto& g : u.create_indexes) {
+    json c = {{"IndexName", g.name},
+              {"KeySchema", KeySchemaJson(g.hash_key, g.range_key)},
+              {"Projection", ProjectionJson(g)}};
+    if (g.provisioned) c["ProvisionedThroughput"] = ThroughputRequestJson(*g.provisioned);
+    updates.push_back({{"Create", std::move(c)}});
+  }
+  for (const auto& t : u.update_indexes) {
+    updates.push_back({{"Update",
+                        {{"IndexName", t.index},
+                         {"ProvisionedThroughput", ThroughputRequestJson(t.throughput)}}}});
+  }
+  for (const auto& name : u.delete_indexes) updates.push_back({{"Delete", {{"IndexName", name}}}});
+  if (!updates.empty()) j["GlobalSecondaryIndexUpdates"] = std::move(updates);
+  if (u.stream) {
+    json s = {{"StreamEnabled", u.stream->enabled}};
+    if (u.stream->view_type)
+      s["StreamViewType"] = std::string(StreamViewTypeName(*u.stream->view_type));
+    j["StreamSpecification"] = std::move(s);
+  }
+  return j;
+}
+
 json TableNameJson(std::string_view table) { return {{"TableName", std::string(table)}}; }
 
 json TableDescriptionToJson(const TableDescription& d) {
@@ -401,14 +555,8 @@ json TableDescriptionToJson(const TableDescription& d) {
   if (!spec.provisioned) j["BillingModeSummary"] = {{"BillingMode", "PAY_PER_REQUEST"}};
   if (!spec.global_secondary_indexes.empty()) {
     json gsis = json::array();
-    for (const auto& g : spec.global_secondary_indexes) {
-      gsis.push_back({{"IndexName", g.name},
-                      {"IndexArn", TableArn(spec.name) + "/index/" + g.name},
-                      {"IndexStatus", "ACTIVE"},
-                      {"KeySchema", KeySchemaJson(g.hash_key, g.range_key)},
-                      {"Projection", ProjectionJson(g)},
-                      {"ProvisionedThroughput", ThroughputDescriptionJson(g.provisioned)}});
-    }
+    for (const auto& g : spec.global_secondary_indexes)
+      gsis.push_back(IndexDescriptionJson(spec.name, g));
     j["GlobalSecondaryIndexes"] = std::move(gsis);
   }
   if (spec.stream_enabled) {
@@ -420,6 +568,30 @@ json TableDescriptionToJson(const TableDescription& d) {
     }
   }
   return j;
+}
+
+json UpdateTableResponseToJson(const TableDescription& before, const TableDescription& after,
+                               const TableUpdate& u) {
+  json d = TableDescriptionToJson(after);
+  for (const auto& g : u.create_indexes) {
+    for (auto& gj : d["GlobalSecondaryIndexes"]) {
+      if (gj["IndexName"] == g.name) {
+        gj["IndexStatus"] = "CREATING";
+        gj["Backfilling"] = false;
+      }
+    }
+  }
+  for (const auto& name : u.delete_indexes) {
+    const GlobalSecondaryIndex* old = nullptr;
+    for (const auto& g : before.spec.global_secondary_indexes)
+      if (g.name == name) old = &g;
+    if (!old) continue;
+    json gj = IndexDescriptionJson(after.spec.name, *old);
+    gj["IndexStatus"] = "DELETING";
+    if (!d.contains("GlobalSecondaryIndexes")) d["GlobalSecondaryIndexes"] = json::array();
+    d["GlobalSecondaryIndexes"].push_back(std::move(gj));
+  }
+  return {{"TableDescription", std::move(d)}};
 }
 
 json TimeToLiveDescriptionToJson(const TableSpec& spec) {

@@ -85,8 +85,10 @@ void AllPages(Request page, Read read, Unordered* u) {
 
 class Differ {
  public:
-  // `index`: the table has the GSI "by-s" (s, n) that index queries and scans use.
-  Differ(uint64_t seed, bool index) : rng_(seed), index_(index) {}
+  // `index`: the table has the GSI `gsi` ("by-s" on s, n) that index queries and scans use;
+  // UpdateTable steps delete it and create it again (backfilled from the items there).
+  Differ(uint64_t seed, bool index, GlobalSecondaryIndex gsi)
+      : rng_(seed), index_(index), gsi_(std::move(gsi)) {}
 
   Value Pk() { return Value::S("p" + std::to_string(Pick(3))); }
   Value Sk() { return Value::S(std::to_string(Pick(6))); }
@@ -163,6 +165,7 @@ class Differ {
 
   // One random operation, applied to both stores; returns the two outcomes.
   std::pair<std::string, std::string> Step(Store& a, Store& b, std::string* what) {
+    if (Pick(1000) < 15) return UpdateTableStep(a, b, what);
     switch (Pick(10)) {
       case 0: {
         PutRequest r;
@@ -550,9 +553,69 @@ class Differ {
     return {out[0], out[1]};
   }
 
+  // UpdateTable: mostly deleting or creating the index (queries after it compare the
+  // backfill); invalid on purpose otherwise: the index exists / does not, nothing to update, a
+  // table that does not exist, no stream to disable, a key attribute redefined.
+  std::pair<std::string, std::string> UpdateTableStep(Store& a, Store& b, std::string* what) {
+    TableUpdate u;
+    u.table = "tbl";
+    const int kind = Pick(7);
+    const bool toggle = kind < 3;
+    switch (kind) {
+      case 0:
+      case 1:
+      case 2:
+      case 3:
+        if (index_ == toggle) {
+          u.delete_indexes.push_back(gsi_.name);
+        } else {
+          u.create_indexes.push_back(gsi_);
+        }
+        break;
+      case 4:
+        if (Coin()) {
+          u.table = "nosuchtable";
+          u.stream = StreamChange{true, StreamViewType::kKeysOnly};
+        }
+        break;
+      case 5:
+        u.stream = StreamChange{false, std::nullopt};
+        break;
+      default: {
+        GlobalSecondaryIndex g = gsi_;
+        g.name = "by-pk";
+        g.hash_key = {"pk", Type::N};
+        g.range_key.reset();
+        u.create_indexes.push_back(g);
+      }
+    }
+    *what = "UpdateTable " + u.table + " create " + std::to_string(u.create_indexes.size()) +
+            " delete " + std::to_string(u.delete_indexes.size()) + (u.stream ? " stream" : "");
+    auto show = [](const TableDescription& d) {
+      std::string out = "OK items=" + std::to_string(d.item_count) +
+                        " stream=" + std::to_string(d.spec.stream_enabled);
+      for (const auto& g : d.spec.global_secondary_indexes) {
+        out += " index " + g.name + "/" + std::to_string(static_cast<int>(g.projection)) +
+               (g.provisioned ? "/provisioned" : "");
+      }
+      return out;
+    };
+    auto ra = a.UpdateTable(u);
+    auto rb = b.UpdateTable(u);
+    if (toggle && ra.ok() && rb.ok()) {
+      index_ = !index_;
+      ++index_changes_;
+    }
+    return {Outcome(ra, show), Outcome(rb, show)};
+  }
+
+  int index_changes() const { return index_changes_; }
+
  private:
   std::mt19937_64 rng_;
   bool index_ = false;
+  GlobalSecondaryIndex gsi_;
+  int index_changes_ = 0;  // indexes created or deleted by UpdateTable steps
 };
 
 // 5 seeds x 500 requests by default (4 fixed, 1 fresh); OUTBOX_DIFF_SEED=<seed> reruns one,
@@ -568,7 +631,7 @@ TEST(StoreDifferential, EmbeddedAndDynamoDbLocalAgree) {
   if (const char* s = std::getenv("OUTBOX_DIFF_SEED")) seeds = {std::stoull(s)};
   int steps = 500;
   if (const char* s = std::getenv("OUTBOX_DIFF_STEPS")) steps = std::stoi(s);
-  int64_t compared = 0, identical = 0, errors = 0;
+  int64_t compared = 0, identical = 0, errors = 0, index_changes = 0;
   for (uint64_t seed : seeds) {
     SCOPED_TRACE("seed " + std::to_string(seed) +
                  " (rerun: OUTBOX_DIFF_SEED=" + std::to_string(seed) + ")");
@@ -590,21 +653,19 @@ TEST(StoreDifferential, EmbeddedAndDynamoDbLocalAgree) {
     spec.range_key = KeyAttribute{"sk", Type::S};
     // Two seeds in three have a GSI (keys only or all), every other one is provisioned.
     const bool index = seed % 3 != 0;
-    if (index) {
-      GlobalSecondaryIndex g;
-      g.name = "by-s";
-      g.hash_key = {"s", Type::S};
-      g.range_key = KeyAttribute{"n", Type::N};
-      g.projection = seed % 2 ? ProjectionType::kKeysOnly : ProjectionType::kAll;
-      spec.global_secondary_indexes.push_back(g);
-    }
+    GlobalSecondaryIndex g;
+    g.name = "by-s";
+    g.hash_key = {"s", Type::S};
+    g.range_key = KeyAttribute{"n", Type::N};
+    g.projection = seed % 2 ? ProjectionType::kKeysOnly : ProjectionType::kAll;
     if (seed % 2) {
       spec.provisioned = ProvisionedThroughput{5, 5};
-      for (auto& g : spec.global_secondary_indexes) g.provisioned = ProvisionedThroughput{5, 5};
+      g.provisioned = ProvisionedThroughput{5, 5};
     }
+    if (index) spec.global_secondary_indexes.push_back(g);
     ASSERT_TRUE((*embedded)->CreateTable(spec).ok());
     ASSERT_TRUE((*remote)->CreateTable(spec).ok());
-    Differ d(seed, index);
+    Differ d(seed, index, g);
     int diffs = 0;
     for (int step = 0; step < steps && diffs < 5; ++step) {
       std::string what;
@@ -619,12 +680,14 @@ TEST(StoreDifferential, EmbeddedAndDynamoDbLocalAgree) {
                       << "\n  dynamodb: " << y;
       }
     }
+    index_changes += d.index_changes();
   }
   std::printf(
-      "differential: %lld of %lld responses identical (%.2f %%) over %zu seeds; %lld errors\n",
+      "differential: %lld of %lld responses identical (%.2f %%) over %zu seeds; %lld errors; "
+      "%lld indexes created or deleted\n",
       static_cast<long long>(identical), static_cast<long long>(compared),
       compared ? 100.0 * static_cast<double>(identical) / static_cast<double>(compared) : 0.0,
-      seeds.size(), static_cast<long long>(errors));
+      seeds.size(), static_cast<long long>(errors), static_cast<long long>(index_changes));
 }
 
 }  // namespace

@@ -23,6 +23,15 @@ INSTANTIATE_TEST_SUITE_P(
              "mapping (userIdentity) is checked by "
              "StreamFeedUnit.MapsAwsRecordsIncludingTtlRemoves; see "
              "docs/DYNAMODB-COMPATIBILITY.md"},
+            {"TtlEnabledLaterCoversExistingItems",
+             "TTL deletion cannot be run on demand on DynamoDB (see "
+             "TtlDeletesExpiredItemsWithMarkedRemoveRecords); the TTL rules of UpdateTimeToLive "
+             "run on both backends in UpdateTimeToLiveFollowsDynamoDbsRules"},
+            {"UpdateTableBackfillLeavesOutMistypedItems",
+             "DynamoDB Local's backfill indexes items whose index key attribute has another type "
+             "(measured 2026-12-02: a number under an S index key is returned by the index "
+             "scan); DynamoDB leaves them out as index key violations, as the embedded store "
+             "does; see docs/DYNAMODB-COMPATIBILITY.md, UpdateTable"},
             {"ClientRequestTokenIsIdempotent",
              "the 10-minute ClientRequestToken window runs on the server's clock, which a test "
              "cannot "

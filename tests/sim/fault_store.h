@@ -39,6 +39,9 @@ class FaultStore final : public SqliteStore {
   }
   absl::Status DeleteTable(std::string_view t) override { return inner_->DeleteTable(t); }
   absl::StatusOr<std::vector<std::string>> ListTables() override { return inner_->ListTables(); }
+  absl::StatusOr<TableDescription> UpdateTable(const TableUpdate& u) override {
+    return inner_->UpdateTable(u);
+  }
 
   absl::StatusOr<WriteResult> PutItem(const PutRequest& r) override {
     if (auto s = Before("put", r.table, true); !s.ok()) return s;

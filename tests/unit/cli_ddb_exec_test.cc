@@ -69,15 +69,21 @@ TEST_F(DdbExecTest, CreateAndDescribeTable) {
   EXPECT_EQ(Ok("ListTables", "{}"), J(R"({"TableNames":["orders"]})"));
   EXPECT_EQ(Ok("DescribeTimeToLive", R"({"TableName":"orders"})"),
             J(R"({"TimeToLiveDescription":{"TimeToLiveStatus":"ENABLED","AttributeName":"exp"}})"));
-  EXPECT_EQ(
-      Ok("UpdateTimeToLive",
-         R"({"TableName":"orders","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}})"),
-      J(R"({"TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}})"));
+  // UpdateTimeToLive as DynamoDB answers it (measured on DynamoDB Local): a change of state only.
   EXPECT_EQ(
       Err("UpdateTimeToLive",
-          R"({"TableName":"orders","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":false}})")
-          ["__type"],
-      "com.amazon.coral.validate#ValidationException");
+          R"({"TableName":"orders","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}})"),
+      J(R"({"__type":"com.amazon.coral.validate#ValidationException","message":"TimeToLive is already enabled"})"));
+  EXPECT_EQ(
+      Ok("UpdateTimeToLive",
+         R"({"TableName":"orders","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":false}})"),
+      J(R"({"TimeToLiveSpecification":{"AttributeName":"exp","Enabled":false}})"));
+  EXPECT_EQ(Ok("DescribeTimeToLive", R"({"TableName":"orders"})"),
+            J(R"({"TimeToLiveDescription":{"TimeToLiveStatus":"DISABLED"}})"));
+  EXPECT_EQ(
+      Err("UpdateTimeToLive",
+          R"({"TableName":"nope","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}})"),
+      J(R"({"__type":"com.amazonaws.dynamodb.v20120810#ResourceNotFoundException","message":"Cannot do operations on a non-existent table"})"));
   EXPECT_EQ(
       Err("CreateTable",
           R"({"TableName":"orders","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
@@ -85,6 +91,67 @@ TEST_F(DdbExecTest, CreateAndDescribeTable) {
       "com.amazonaws.dynamodb.v20120810#ResourceInUseException");
   EXPECT_EQ(Err("DescribeTable", R"({"TableName":"nope"})")["__type"],
             "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException");
+}
+
+// UpdateTable's answers, as measured on DynamoDB Local: the index created is CREATING in the
+// response (the next DescribeTable says ACTIVE), the one deleted DELETING; errors in its order.
+TEST_F(DdbExecTest, UpdateTableResponsesAndErrors) {
+  Ok("CreateTable", R"({"TableName":"upd","BillingMode":"PAY_PER_REQUEST",
+      "AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
+      "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]})");
+  Ok("PutItem", R"({"TableName":"upd","Item":{"pk":{"S":"a"},"g":{"S":"x"}}})");
+  Ok("PutItem", R"({"TableName":"upd","Item":{"pk":{"S":"b"},"g":{"N":"5"}}})");
+  const std::string create = R"({"TableName":"upd",
+      "AttributeDefinitions":[{"AttributeName":"g","AttributeType":"S"}],
+      "GlobalSecondaryIndexUpdates":[{"Create":{"IndexName":"by-g",
+        "KeySchema":[{"AttributeName":"g","KeyType":"HASH"}],"Projection":{"ProjectionType":"ALL"}}}]})";
+  json r = Ok("UpdateTable", create.c_str());
+  const json& g = r["TableDescription"]["GlobalSecondaryIndexes"][0];
+  EXPECT_EQ(g["IndexName"], "by-g");
+  EXPECT_EQ(g["IndexStatus"], "CREATING");
+  EXPECT_EQ(g["Backfilling"], false);
+  EXPECT_EQ(Ok("DescribeTable",
+               R"({"TableName":"upd"})")["Table"]["GlobalSecondaryIndexes"][0]["IndexStatus"],
+            "ACTIVE");
+  EXPECT_EQ(Ok("Query", R"({"TableName":"upd","IndexName":"by-g","KeyConditionExpression":"g = :v",
+      "ExpressionAttributeValues":{":v":{"S":"x"}}})"),
+            J(R"({"Items":[{"pk":{"S":"a"},"g":{"S":"x"}}],"Count":1,"ScannedCount":1})"));
+  auto err = [&](const std::string& body) { return Err("UpdateTable", body.c_str())["message"]; };
+  EXPECT_EQ(err(create), "Attempting to create an index which already exists");
+  EXPECT_EQ(err(R"({"TableName":"upd"})"), "Nothing to update");
+  EXPECT_EQ(err(R"({"TableName":"nope"})"), "Cannot do operations on a non-existent table");
+  EXPECT_EQ(err(R"({"TableName":"nope","GlobalSecondaryIndexUpdates":[{"Create":{"IndexName":"by-h",
+      "KeySchema":[{"AttributeName":"h","KeyType":"HASH"}],"Projection":{"ProjectionType":"ALL"}}}]})"),
+            "Cannot do operations on a non-existent table");
+  EXPECT_EQ(err(R"({"TableName":"upd","GlobalSecondaryIndexUpdates":[{"Create":{"IndexName":"by-h",
+      "KeySchema":[{"AttributeName":"h","KeyType":"HASH"}],"Projection":{"ProjectionType":"ALL"}}}]})"),
+            "No Attribute Schema Defined");
+  EXPECT_EQ(
+      err(R"({"TableName":"upd","AttributeDefinitions":[{"AttributeName":"h","AttributeType":"S"}],
+      "GlobalSecondaryIndexUpdates":[{"Create":{"IndexName":"by-h","KeySchema":[{"AttributeName":"h",
+      "KeyType":"HASH"},{"AttributeName":"r","KeyType":"RANGE"}],"Projection":{"ProjectionType":"ALL"}}}]})"),
+      "Global Secondary Index range key not specified in Attribute Definitions.Type unknown.");
+  EXPECT_EQ(err(R"({"TableName":"upd","GlobalSecondaryIndexUpdates":[{}]})"),
+            "Update global secondary index action is null");
+  EXPECT_EQ(
+      err(R"({"TableName":"upd","GlobalSecondaryIndexUpdates":[{"Delete":{"IndexName":"zzz"}}]})"),
+      "Requested resource not found");
+  EXPECT_EQ(err(R"({"TableName":"upd","StreamSpecification":{"StreamEnabled":false}})"),
+            "Table has no stream to disable");
+  EXPECT_EQ(err(R"({"TableName":"upd","StreamSpecification":{"StreamViewType":"NEW_IMAGE"}})"),
+            "Stream StreamEnabled was null");
+  EXPECT_EQ(err(R"({"TableName":"upd","BillingMode":"PROVISIONED"})"),
+            "No provisioned throughput specified for the table");
+  json del =
+      Ok("UpdateTable",
+         R"({"TableName":"upd","GlobalSecondaryIndexUpdates":[{"Delete":{"IndexName":"by-g"}}]})");
+  EXPECT_EQ(del["TableDescription"]["GlobalSecondaryIndexes"][0]["IndexStatus"], "DELETING");
+  EXPECT_FALSE(
+      Ok("DescribeTable", R"({"TableName":"upd"})")["Table"].contains("GlobalSecondaryIndexes"));
+  json s = Ok(
+      "UpdateTable",
+      R"({"TableName":"upd","StreamSpecification":{"StreamEnabled":true,"StreamViewType":"KEYS_ONLY"}})");
+  EXPECT_EQ(s["TableDescription"]["StreamSpecification"]["StreamViewType"], "KEYS_ONLY");
 }
 
 // Shapes measured on DynamoDB Local: a provisioned table keeps its units and has no

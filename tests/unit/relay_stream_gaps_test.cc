@@ -88,6 +88,9 @@ class FeedSwap final : public Store {
   }
   absl::Status DeleteTable(std::string_view t) override { return s_->DeleteTable(t); }
   absl::StatusOr<std::vector<std::string>> ListTables() override { return s_->ListTables(); }
+  absl::StatusOr<TableDescription> UpdateTable(const TableUpdate& u) override {
+    return s_->UpdateTable(u);
+  }
   absl::StatusOr<WriteResult> PutItem(const PutRequest& r) override { return s_->PutItem(r); }
   absl::StatusOr<WriteResult> UpdateItem(const UpdateRequest& r) override {
     return s_->UpdateItem(r);

@@ -1,5 +1,7 @@
 #include "store/common/validate.h"
 
+#include <algorithm>
+
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 
@@ -323,6 +325,148 @@ absl::Status ValidateClientRequestToken(std::string_view token) {
                     token));
   }
   return absl::OkStatus();
+}
+
+}  // namespace outbox::store
+
+namespace outbox::store {
+
+absl::Status ValidateTableUpdateShape(const TableUpdate& u) {
+  if (!u.billing_mode && !u.provisioned && u.create_indexes.empty() && u.delete_indexes.empty() &&
+      u.update_indexes.empty() && !u.stream && !u.ttl) {
+    return ValidationError("Nothing to update");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TableSpec> ApplyTableUpdate(const TableSpec& current, const TableUpdate& u) {
+  if (auto s = ValidateTableUpdateShape(u); !s.ok()) return s;
+  if (u.create_indexes.size() + u.delete_indexes.size() > 1) {
+    return DdbError(ddb_error::kLimitExceeded,
+                    "Subscriber limit exceeded: Only 1 online index can be created or deleted "
+                    "simultaneously per table");
+  }
+  auto defined_type = [&](const std::string& name) -> std::optional<Type> {
+    if (name == current.hash_key.name) return current.hash_key.type;
+    if (current.range_key && name == current.range_key->name) return current.range_key->type;
+    for (const auto& g : current.global_secondary_indexes) {
+      if (g.hash_key.name == name) return g.hash_key.type;
+      if (g.range_key && g.range_key->name == name) return g.range_key->type;
+    }
+    return std::nullopt;
+  };
+  std::vector<KeyAttribute> sent = u.attribute_definitions;
+  for (const auto& g : u.create_indexes) {
+    sent.push_back(g.hash_key);
+    if (g.range_key) sent.push_back(*g.range_key);
+  }
+  for (const auto& k : sent) {
+    auto t = defined_type(k.name);
+    if (t && *t != k.type) {
+      return ValidationError(
+          "invalid attribute, SchemaElement redefined should be of same type as previously "
+          "defined");
+    }
+  }
+  TableSpec next = current;
+  if (u.ttl) {
+    const auto& now = current.ttl_attribute;
+    if (u.ttl->enabled && now && *now == u.ttl->attribute)
+      return ValidationError("TimeToLive is already enabled");
+    if (!u.ttl->enabled && !now) return ValidationError("TimeToLive is already disabled");
+    if (now && *now != u.ttl->attribute) {
+      return ValidationError(
+          "TimeToLive is active on a different AttributeName: current AttributeName is " + *now);
+    }
+    if (u.ttl->enabled) {
+      next.ttl_attribute = u.ttl->attribute;
+    } else {
+      next.ttl_attribute.reset();
+    }
+  }
+  auto& gsis = next.global_secondary_indexes;
+  auto find = [&](const std::string& name) {
+    return std::find_if(gsis.begin(), gsis.end(),
+                        [&](const GlobalSecondaryIndex& g) { return g.name == name; });
+  };
+  for (const auto& g : u.create_indexes) {
+    if (find(g.name) != gsis.end())
+      return ValidationError("Attempting to create an index which already exists");
+  }
+  for (const auto& name : u.delete_indexes) {
+    auto it = find(name);
+    if (it == gsis.end())
+      return DdbError(ddb_error::kResourceNotFound, "Requested resource not found");
+    gsis.erase(it);
+  }
+  for (const auto& up : u.update_indexes) {
+    if (find(up.index) == gsis.end()) return ValidationError("Invalid global secondary index name");
+  }
+  if (u.stream) {
+    if (u.stream->enabled && !u.stream->view_type) {
+      return ValidationError(
+          "Invalid StreamViewType: Stream ViewType must not be null or empty when enabling "
+          "streams.");
+    }
+    if (!u.stream->enabled && u.stream->view_type) {
+      return ValidationError(
+          "Invalid StreamViewType: Stream StreamEnabled was false but a StreamViewType was "
+          "present.");
+    }
+    if (u.stream->enabled && current.stream_enabled)
+      return ValidationError("Table already has an enabled stream");
+    if (!u.stream->enabled && !current.stream_enabled)
+      return ValidationError("Table has no stream to disable");
+    next.stream_enabled = u.stream->enabled;
+    if (u.stream->view_type) next.stream_view_type = *u.stream->view_type;
+  }
+  const BillingMode mode = u.billing_mode.value_or(
+      current.provisioned ? BillingMode::kProvisioned : BillingMode::kPayPerRequest);
+  if (mode == BillingMode::kPayPerRequest) {
+    // DynamoDB refuses units under PAY_PER_REQUEST (DynamoDB Local ignores them).
+    if (u.provisioned) {
+      return ValidationError(
+          "One or more parameter values were invalid: Neither ReadCapacityUnits nor "
+          "WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST");
+    }
+    auto no_units = [](const std::string& index) {
+      return ValidationError(
+          "One or more parameter values were invalid: ProvisionedThroughput should not be "
+          "specified for index: " +
+          index + " when BillingMode is PAY_PER_REQUEST");
+    };
+    for (const auto& g : u.create_indexes)
+      if (g.provisioned) return no_units(g.name);
+    if (!u.update_indexes.empty()) return no_units(u.update_indexes.front().index);
+    next.provisioned.reset();
+    for (auto& g : gsis) g.provisioned.reset();
+  } else {
+    if (u.provisioned) {
+      const bool only_units = !u.billing_mode && u.create_indexes.empty() &&
+                              u.delete_indexes.empty() && u.update_indexes.empty() && !u.stream;
+      if (only_units && current.provisioned == u.provisioned)
+        return ValidationError("The requested throughput value equals the current value");
+      next.provisioned = u.provisioned;
+    }
+    if (!next.provisioned)
+      return ValidationError("No provisioned throughput specified for the table");
+    for (const auto& up : u.update_indexes) find(up.index)->provisioned = up.throughput;
+    // Switching to PROVISIONED needs units for every index, as DynamoDB documents (DynamoDB Local
+    // describes them as 0/0 instead).
+    for (const auto& g : gsis) {
+      if (!g.provisioned)
+        return ValidationError(
+            "No provisioned throughput specified for the global secondary index");
+    }
+    for (const auto& g : u.create_indexes) {
+      if (!g.provisioned)
+        return ValidationError(
+            "No provisioned throughput specified for the global secondary index");
+    }
+  }
+  for (const auto& g : u.create_indexes) gsis.push_back(g);
+  if (auto s = ValidateTableSpec(next); !s.ok()) return s;
+  return next;
 }
 
 }  // namespace outbox::store

@@ -20,6 +20,11 @@ absl::Status ValidateTableSpec(const TableSpec& spec);
 // One billing mode for a table and its GSIs, units >= 1 (DynamoDB's rule; DynamoDB Local accepts
 // an on-demand table with a provisioned GSI, so the DynamoDB backend checks it before sending).
 absl::Status ValidateBilling(const TableSpec& spec);
+// The table `current` after `update`, or DynamoDB's error for the update (the table exists; the
+// checks after that, in DynamoDB's order: docs/DYNAMODB-COMPATIBILITY.md, UpdateTable).
+absl::StatusOr<TableSpec> ApplyTableUpdate(const TableSpec& current, const TableUpdate& update);
+// "Nothing to update" when the update changes nothing at all (checked before the table).
+absl::Status ValidateTableUpdateShape(const TableUpdate& update);
 // The item has every key attribute, with the declared type, non-empty, within length limits.
 absl::Status ValidateItemKeys(const TableSpec& spec, const Item& item);
 // `key` is exactly the table's key attributes with the right types.

@@ -127,6 +127,36 @@ absl::StatusOr<std::vector<std::string>> DynamoDbStore::ListTables() {
   return out;
 }
 
+absl::StatusOr<TableDescription> DynamoDbStore::UpdateTable(const TableUpdate& u) {
+  if (auto s = store::ValidateTableName(u.table); !s.ok()) return s;
+  auto current = DescribeTable(u.table);
+  if (!current.ok()) {
+    if (DdbErrorName(current.status()) == ddb_error::kResourceNotFound)
+      return DdbError(ddb_error::kResourceNotFound, "Cannot do operations on a non-existent table");
+    return current.status();
+  }
+  // DynamoDB's rules, checked before sending: DynamoDB Local accepts some updates DynamoDB
+  // refuses (units under PAY_PER_REQUEST, a switch to PROVISIONED without index units).
+  if (auto next = store::ApplyTableUpdate(current->spec, u); !next.ok()) return next.status();
+  TableUpdate table_part = u;
+  table_part.ttl.reset();
+  if (store::ValidateTableUpdateShape(table_part).ok()) {
+    auto r = client_->Call("UpdateTable", ddbapi::ToJson(table_part));
+    if (!r.ok()) return r.status();
+    if (auto s = WaitActive(u.table); !s.ok()) return s;
+  }
+  if (u.ttl) {  // DynamoDB's own operation for it
+    auto t = client_->Call("UpdateTimeToLive", ddbapi::ToJson(ddbapi::TimeToLiveUpdate{
+                                                   u.table, u.ttl->attribute, u.ttl->enabled}));
+    if (!t.ok()) return t.status();
+  }
+  {
+    util::MutexLock l(mu_);
+    key_attrs_.erase(u.table);
+  }
+  return DescribeTable(u.table);
+}
+
 absl::StatusOr<WriteResult> DynamoDbStore::PutItem(const PutRequest& req) {
   auto r = client_->Call("PutItem", ddbapi::ToJson(req));
   if (!r.ok()) return r.status();

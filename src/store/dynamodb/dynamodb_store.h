@@ -57,6 +57,7 @@ class DynamoDbStore final : public Store {
   absl::StatusOr<TableDescription> DescribeTable(std::string_view table) override;
   absl::Status DeleteTable(std::string_view table) override;
   absl::StatusOr<std::vector<std::string>> ListTables() override;
+  absl::StatusOr<TableDescription> UpdateTable(const TableUpdate& update) override;
 
   absl::StatusOr<WriteResult> PutItem(const PutRequest& req) override;
   absl::StatusOr<WriteResult> UpdateItem(const UpdateRequest& req) override;

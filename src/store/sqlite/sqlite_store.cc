@@ -100,31 +100,30 @@ void SqliteStoreImpl::SweeperLoop() {
 
 absl::StatusOr<std::shared_ptr<const TableInfo>> SqliteStoreImpl::LoadTable(sqlite::Conn& c,
                                                                             std::string_view name) {
-  auto st = c.Prepare("SELECT id, created_ms FROM s_tables WHERE name = ?1");
+  // The spec text is read each time (a few hundred bytes) so that an UpdateTable made through
+  // another connection or process is seen; it is parsed only when it changed.
+  auto st = c.Prepare("SELECT id, created_ms, spec FROM s_tables WHERE name = ?1");
   if (!st.ok()) return st.status();
   st->Bind(1, name);
   auto row = st->Step();
   if (!row.ok()) return row.status();
   if (!*row) return NoTable(name);
   int64_t id = st->ColumnInt(0);
+  std::string text(st->ColumnText(2));
   {
     util::MutexLock l(tables_mu_);
     auto it = tables_.find(name);
-    if (it != tables_.end() && it->second->id == id) return it->second;
+    if (it != tables_.end() && it->second->id == id && it->second->spec_text == text)
+      return it->second;
   }
-  auto sp = c.Prepare("SELECT spec, created_ms FROM s_tables WHERE id = ?1");
-  if (!sp.ok()) return sp.status();
-  sp->Bind(1, id);
-  row = sp->Step();
-  if (!row.ok()) return row.status();
-  if (!*row) return NoTable(name);
-  auto j = nlohmann::json::parse(sp->ColumnText(0), nullptr, false);
+  auto j = nlohmann::json::parse(text, nullptr, false);
   auto spec = SpecFromJson(j);
   if (!spec.ok()) return spec.status();
   auto info = std::make_shared<TableInfo>();
   info->id = id;
   info->spec = *std::move(spec);
-  info->created_ms = sp->ColumnInt(1);
+  info->created_ms = st->ColumnInt(1);
+  info->spec_text = std::move(text);
   util::MutexLock l(tables_mu_);
   tables_[std::string(name)] = info;
   return std::shared_ptr<const TableInfo>(info);
@@ -207,6 +206,20 @@ absl::StatusOr<std::vector<std::string>> SqliteStoreImpl::ListTables() {
   return out;
 }
 
+bool IndexKeyBlobs(const GlobalSecondaryIndex& g, const Item& item, bool check_types,
+                   std::string* hk, std::string* rk) {
+  auto h = item.find(g.hash_key.name);
+  if (h == item.end() || (check_types && h->second.type() != g.hash_key.type)) return false;
+  *hk = KeyBlob(h->second);
+  rk->clear();
+  if (g.range_key) {
+    auto r = item.find(g.range_key->name);
+    if (r == item.end() || (check_types && r->second.type() != g.range_key->type)) return false;
+    *rk = KeyBlob(r->second);
+  }
+  return true;
+}
+
 // ---- items --------------------------------------------------------------------------
 
 std::string SqliteStoreImpl::PkBlob(const TableInfo& t, const Item& item) {
@@ -255,16 +268,7 @@ absl::Status SqliteStoreImpl::Apply(sqlite::Conn& c, const PendingWrite& w, bool
   // GSIs: drop the old entry, add the new one (sparse: only items with every index key).
   for (const auto& g : t.spec.global_secondary_indexes) {
     auto index_keys = [&](const Item& item, std::string* hk, std::string* rk) {
-      auto h = item.find(g.hash_key.name);
-      if (h == item.end()) return false;
-      *hk = KeyBlob(h->second);
-      rk->clear();
-      if (g.range_key) {
-        auto r = item.find(g.range_key->name);
-        if (r == item.end()) return false;
-        *rk = KeyBlob(r->second);
-      }
-      return true;
+      return IndexKeyBlobs(g, item, false, hk, rk);
     };
     std::string ohk, ork, nhk, nrk;
     bool had = w.old_item && index_keys(*w.old_item, &ohk, &ork);

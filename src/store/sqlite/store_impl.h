@@ -22,7 +22,13 @@ struct TableInfo {
   int64_t id = 0;
   TableSpec spec;
   int64_t created_ms = 0;
+  std::string spec_text;  // as stored: a cached TableInfo is current while it matches
 };
+
+// The index key blobs of `item` for `g`; false when the item lacks one (GSIs are sparse) or,
+// with `check_types`, has one of another type (an index backfill leaves such items out).
+bool IndexKeyBlobs(const GlobalSecondaryIndex& g, const Item& item, bool check_types,
+                   std::string* hk, std::string* rk);
 
 // A prepared write action: the item after the change (nullopt = delete).
 struct PendingWrite {
@@ -77,6 +83,7 @@ class SqliteStoreImpl final : public SqliteStore {
   absl::StatusOr<TableDescription> DescribeTable(std::string_view table) override;
   absl::Status DeleteTable(std::string_view table) override;
   absl::StatusOr<std::vector<std::string>> ListTables() override;
+  absl::StatusOr<TableDescription> UpdateTable(const TableUpdate& update) override;
   absl::StatusOr<WriteResult> PutItem(const PutRequest& req) override;
   absl::StatusOr<WriteResult> UpdateItem(const UpdateRequest& req) override;
   absl::StatusOr<WriteResult> DeleteItem(const DeleteRequest& req) override;
