@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -57,6 +58,12 @@ inline constexpr std::string_view kDuplicateName = "duplicate_name";
 inline constexpr std::string_view kInvalidPattern = "invalid_pattern";
 inline constexpr std::string_view kInvalidSubscription =
     "invalid_subscription";  // empty name/glob, bad options
+// Consumer queues (CheckQueues): a subscription routed to a queue that is not declared, a
+// declared queue no DURABLE subscription is routed to, a queue on another lane, a name twice.
+inline constexpr std::string_view kUnknownQueue = "unknown_queue";
+inline constexpr std::string_view kUnusedQueue = "unused_queue";
+inline constexpr std::string_view kQueueNotDurable = "queue_not_durable";
+inline constexpr std::string_view kDuplicateQueue = "duplicate_queue";
 }  // namespace contract_code
 
 struct ContractViolation {
@@ -73,6 +80,30 @@ struct ContractViolation {
 std::vector<ContractViolation> CheckContract(const Catalog& catalog,
                                              const std::vector<Subscription>& subs,
                                              const std::vector<std::string>& emitted_types = {});
+
+// A consumer queue (`[[queues]]` in outbox.toml): one FIFO queue and its DLQ per consuming
+// service, so one slow or failing subscriber never delays another's (docs/ROUTING.md).
+struct ConsumerQueue {
+  std::string name;  // ends in .fifo
+  absl::Duration visibility_timeout = absl::Seconds(30);
+  int max_receive_count = 5;
+  std::string dlq;   // empty: <stem>-dlq.fifo (DefaultDeadLetterQueue)
+  int64_t line = 0;  // of the [[queues]] entry (for messages)
+};
+
+// The consumer-queue rules: every queue a subscription names is declared (or is
+// `default_queue`), only DURABLE subscriptions name one, every declared queue has a DURABLE
+// subscription, names are unique. Messages name the subscription and the queue.
+std::vector<ContractViolation> CheckQueues(const std::vector<Subscription>& subs,
+                                           const std::vector<ConsumerQueue>& queues,
+                                           std::string_view default_queue);
+
+// The relay's fan-out for `subs` (RelayOptions::route): the distinct queues of the DURABLE
+// subscriptions an event reaches (glob and pattern), in subscription order; a subscription
+// without a queue counts for `default_queue`. InvalidArgument for an invalid pattern.
+using QueueRoute = std::function<std::vector<std::string>(const Envelope&)>;
+absl::StatusOr<QueueRoute> MakeQueueRoute(const std::vector<Subscription>& subs,
+                                          std::string default_queue);
 
 // The declared types a subscription's glob reaches (its pattern is a content
 // filter and is not considered).
@@ -106,6 +137,10 @@ struct CatalogConfig {
   Catalog catalog;
   std::vector<Subscription> subscriptions;
   std::vector<SubscriptionDelivery> deliveries;
+  std::vector<ConsumerQueue> queues;  // [[queues]]
+  // The default event queue: [queue].name when the file sets it (a subscription without a
+  // queue is routed there).
+  std::string default_queue = "outbox-events.fifo";
 };
 
 // Reads and parses `path`. NotFound when unreadable; InvalidArgument for bad

@@ -59,6 +59,9 @@ struct OpsOptions {
   std::string queue = "outbox-events.fifo";  // the FIFO event queue (relay → worker)
   std::string dlq;                           // empty: the queue's redrive policy DLQ (if any)
   std::string relay_name = "feed";           // the change-feed relay whose lag is reported
+  // Consumer queues (docs/ROUTING.md §6a) reported next to `queue`, each with the DLQ of its
+  // redrive policy: depth, in flight, oldest age, DLQ depth (Status::consumer_queues).
+  std::vector<std::string> consumer_queues;
   // Inbox state counts read at most this many events per tenant (newest
   // first; 0 = none). The count costs one read per (event, subscription).
   int64_t inbox_scan_limit = 10000;
@@ -135,9 +138,15 @@ struct Status {
   int64_t out_of_order = 0;           // sum of the tenants' out_of_order
   QueueStatus queue;
   QueueStatus dlq;
+  // OpsOptions::consumer_queues, in that order: each queue and its DLQ.
+  struct ConsumerQueue {
+    QueueStatus queue;
+    QueueStatus dlq;
+  };
+  std::vector<ConsumerQueue> consumer_queues;
   RelayStatus relay;
   std::vector<InboxCounts> inbox;  // empty without a router or inbox_counts=false
-  // Healthy = chain intact, no DEAD letters, empty DLQ, no poison (CLI exit 0).
+  // Healthy = chain intact, no DEAD letters, every DLQ empty, no poison (CLI exit 0).
   bool healthy() const;
   nlohmann::json ToJson() const;
 };
@@ -431,6 +440,8 @@ class Ops {
 // Adapters: export an area's counters through a registry (read at scrape time;
 // the structs must outlive the registry).
 void RegisterWorkerMetrics(metrics::Registry* r, const WorkerMetrics& m);
+// One durable worker per consumer queue: counters summed, labelled families merged.
+void RegisterWorkerMetrics(metrics::Registry* r, const std::vector<const WorkerMetrics*>& ms);
 void RegisterRelayMetrics(metrics::Registry* r, const RelayMetrics& m);
 void RegisterRelayMetrics(metrics::Registry* r, const StreamRelayMetrics& m);
 void RegisterRelayMetrics(metrics::Registry* r, const PollRelayMetrics& m);

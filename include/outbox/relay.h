@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,6 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "outbox/clock.h"
+#include "outbox/envelope.h"
 #include "outbox/store.h"
 
 namespace outbox {
@@ -43,13 +45,20 @@ struct RelayOptions {
   std::string queue = "outbox-events.fifo";
   int batch = 500;                              // change records read per step (<= 1000)
   absl::Duration idle_wait = absl::Seconds(1);  // long wait for new records when caught up
+  // Fan-out to consumer queues (docs/ROUTING.md, "Consumer queues"; MakeQueueRoute builds it
+  // from the subscriptions). Unset: every event goes to `queue`. Set: each event goes once to
+  // every queue returned — on the embedded store all of them in the same commit as the
+  // checkpoint — and an event it routes nowhere is not sent but counted (unrouted) and
+  // logged: delivered to nobody. ChangeFeedRelay only, for now.
+  std::function<std::vector<std::string>(const Envelope&)> route;
   absl::Status Validate() const;
 };
 
 struct RelayMetrics {
   std::atomic<int64_t> forwarded{0};
-  std::atomic<int64_t> skipped{0};  // head rows, non-INSERT records, already-forwarded seqs
-  std::atomic<int64_t> errors{0};   // outbox_relay_errors_total (poison records)
+  std::atomic<int64_t> skipped{0};   // head rows, non-INSERT records, already-forwarded seqs
+  std::atomic<int64_t> errors{0};    // outbox_relay_errors_total (poison records)
+  std::atomic<int64_t> unrouted{0};  // events RelayOptions::route sent to no queue
   std::atomic<int64_t> resequenced{
       0};                          // outbox_relay_resequenced_total (gaps filled from the table)
   std::atomic<int64_t> lag_ms{0};  // now - creation time of the newest forwarded record

@@ -59,6 +59,10 @@ struct Subscription {
   SubscriptionOptions options;
   // Optional EventBridge-style content filter (JSON text) matched against the envelope.
   std::optional<std::string> pattern;
+  // DURABLE: the consumer queue this subscription is routed to (docs/ROUTING.md, "Consumer
+  // queues"). Empty: the default event queue — the relay's RelayOptions::queue and any worker.
+  // A worker for a named queue runs only the subscriptions routed to it.
+  std::string queue;
 };
 
 }  // namespace outbox

@@ -63,6 +63,10 @@ struct WorkerOptions {
   std::function<void(const WorkerOutcome&)> on_outcome;
   // The FIFO queue the relay feeds.
   std::string queue = "outbox-events.fifo";
+  // Consumer queues (docs/ROUTING.md): this worker runs the DURABLE subscriptions routed to
+  // `queue` (Subscription::queue) and, when `default_queue`, those routed to no queue. False
+  // for a worker of a named consumer queue. Init refuses a worker none is routed to.
+  bool default_queue = true;
   // Threads that process the groups of one batch (1..64).
   int threads = 4;
   // Receive loops run by Start() (1..16). Each receives a batch and processes

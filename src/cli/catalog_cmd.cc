@@ -33,7 +33,9 @@ std::unique_ptr<CatalogConfig> Load(const std::string& path) {
 void RunCheck(const Flags& f) {
   auto cfg = Load(f.config);
   if (!cfg) return;
-  const auto violations = CheckContract(cfg->catalog, cfg->subscriptions);
+  auto violations = CheckContract(cfg->catalog, cfg->subscriptions);
+  for (auto& v : CheckQueues(cfg->subscriptions, cfg->queues, cfg->default_queue))
+    violations.push_back(std::move(v));
   if (f.output == "json") {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& v : violations) list.push_back({{"code", v.code}, {"message", v.message}});

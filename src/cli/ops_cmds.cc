@@ -78,12 +78,15 @@ std::optional<Session> OpenSession(const Common& a, int* code) {
     return std::nullopt;
   }
   Session s;
+  std::vector<std::string> consumer_queues;  // [[queues]] of the config, reported too
   if (!a.config.empty()) {
     auto cfg = LoadCatalogToml(a.config);
     if (!cfg.ok()) {
       *code = Error(kExitUsage, "config", cfg.status());
       return std::nullopt;
     }
+    for (const ConsumerQueue& q : cfg->queues)
+      if (q.name != a.queue) consumer_queues.push_back(q.name);
     s.router = std::make_unique<routing::Router>();
     for (Subscription sub : cfg->subscriptions) {
       if (auto st = s.router->Add(std::move(sub)); !st.ok()) {
@@ -100,6 +103,7 @@ std::optional<Session> OpenSession(const Common& a, int* code) {
   s.e = *std::move(e);
   ops::OpsOptions oo;
   oo.queue = a.queue;
+  oo.consumer_queues = std::move(consumer_queues);
   s.ops = std::make_unique<ops::Ops>(s.e.engine.get(), s.e.store.get(), s.e.queue.get(),
                                      s.router.get(), Clock::Real(), oo);
   return s;
@@ -218,6 +222,13 @@ void AddStatus(CLI::App& app) {
                                st->queue.oldest_age_seconds);
       std::cout << fmt::format("dlq {}: depth {}\n", st->dlq.name.empty() ? "(none)" : st->dlq.name,
                                st->dlq.visible + st->dlq.in_flight + st->dlq.delayed);
+      for (const auto& c : st->consumer_queues) {
+        std::cout << fmt::format(
+            "queue {}: visible {} in flight {} oldest {:.1f}s   dlq {}: depth {}\n", c.queue.name,
+            c.queue.visible, c.queue.in_flight, c.queue.oldest_age_seconds,
+            c.dlq.name.empty() ? "(none)" : c.dlq.name,
+            c.dlq.visible + c.dlq.in_flight + c.dlq.delayed);
+      }
       std::cout << fmt::format("relay {}: lag {} events ({:.1f}s)   errors {}\n", st->relay.name,
                                st->relay.lag_events, st->relay.lag_seconds, st->relay.errors);
       std::cout << fmt::format("\n{:<24} {:>8} {:>8} {:>6} {:>10} {:>12}\n", "TENANT", "LAST_SEQ",

@@ -16,6 +16,7 @@
 #include "cli/open.h"
 #include "cli/registry.h"
 #include "cli/store_flags.h"
+#include "outbox/catalog.h"
 #include "outbox/ddb_json.h"
 #include "outbox/relay.h"
 
@@ -36,7 +37,49 @@ struct Args {
   std::string instance;
   int lease_seconds = 10;
   std::string output = "table";
+  std::string config;  // outbox.toml: [[queues]] and the subscriptions routed to them
 };
+
+// Consumer queues from --config: each declared queue exists (with its DLQ) and the route sends
+// each event to every queue with a matching DURABLE subscription. False (exit code set) on a
+// problem; `route` stays empty without [[queues]].
+bool ConsumerRoute(Stack& st, const Args& a, QueueRoute* route) {
+  if (a.config.empty()) return true;
+  auto cfg = LoadCatalogToml(a.config);
+  if (!cfg.ok()) {
+    std::cerr << "outbox relay: --config: " << cfg.status().message() << "\n";
+    ExitCode() = kExitUsage;
+    return false;
+  }
+  if (cfg->queues.empty()) return true;
+  auto violations = CheckQueues(cfg->subscriptions, cfg->queues, a.queue);
+  if (!violations.empty()) {
+    for (const auto& v : violations) std::cerr << v.code << ": " << v.message << "\n";
+    std::cerr << "outbox relay: the consumer queues of " << a.config
+              << " are not reachable as configured\n";
+    ExitCode() = kExitUsage;
+    return false;
+  }
+  for (const ConsumerQueue& q : cfg->queues) {
+    EventQueueOptions eo;
+    eo.visibility_timeout = q.visibility_timeout;
+    eo.max_receive_count = q.max_receive_count;
+    eo.dlq = q.dlq;
+    if (auto s = EnsureEventQueue(st.queue.get(), q.name, eo); !s.ok()) {
+      std::cerr << "outbox relay: queue " << q.name << ": " << s.status().message() << "\n";
+      ExitCode() = kExitUnavailable;
+      return false;
+    }
+  }
+  auto r = MakeQueueRoute(cfg->subscriptions, a.queue);
+  if (!r.ok()) {
+    std::cerr << "outbox relay: --config: " << r.status().message() << "\n";
+    ExitCode() = kExitUsage;
+    return false;
+  }
+  *route = *std::move(r);
+  return true;
+}
 
 // Until SIGINT/SIGTERM (Start/Stop), or everything pending (--once: Drain).
 // False (exit code set) when the drain failed.
@@ -93,6 +136,7 @@ void RunPoll(Stack& st, const Args& a) {
 void RunFeed(Stack& st, const Args& a) {
   RelayOptions ro;
   ro.queue = a.queue;
+  if (!ConsumerRoute(st, a, &ro.route)) return;
   auto relay = ChangeFeedRelay::Open(static_cast<SqliteStore*>(st.store.get()), st.sqlite_queue,
                                      Clock::Real(), ro);
   if (!relay.ok()) {
@@ -107,6 +151,7 @@ void RunFeed(Stack& st, const Args& a) {
           {"skipped", m.skipped.load()},
           {"errors", m.errors.load()},
           {"resequenced", m.resequenced.load()},
+          {"unrouted", m.unrouted.load()},
           {"checkpoint", m.checkpoint.load()},
           {"lag_ms", m.lag_ms.load()}},
          a.output, m.errors.load() > 0);
@@ -176,7 +221,10 @@ void AddRelay(CLI::App& app) {
       ->check(CLI::IsMember({"feed", "poll"}));
   cmd->add_flag("--switch-mode", a->switch_mode,
                 "Record --mode even when the store has another mode");
-  cmd->add_option("--queue", a->queue, "FIFO queue to forward to");
+  cmd->add_option("--queue", a->queue, "FIFO queue to forward to (the default queue)");
+  cmd->add_option("--config", a->config,
+                  "outbox.toml: forward each event to every [[queues]] entry with a matching "
+                  "DURABLE subscription (docs/ROUTING.md, consumer queues)");
   cmd->add_flag("--once", a->once,
                 "Forward everything pending, then exit (--store dynamodb: on the shards this "
                 "process can lease)");
@@ -218,6 +266,18 @@ void AddRelay(CLI::App& app) {
         std::cerr << "outbox relay: recording the relay mode: " << s << "\n";
         ExitCode() = kExitFailed;
         return;
+      }
+    }
+    if (mode != "feed" || !st->embedded()) {
+      if (!a->config.empty()) {
+        auto cfg = LoadCatalogToml(a->config);
+        if (cfg.ok() && !cfg->queues.empty()) {
+          std::cerr << "outbox relay: --config declares [[queues]] (consumer queues): only the "
+                       "change-feed relay on one SQLite file forwards to them for now (got --mode "
+                    << mode << (st->embedded() ? "" : ", --store dynamodb") << ")\n";
+          ExitCode() = kExitUsage;
+          return;
+        }
       }
     }
     if (mode == "poll") return RunPoll(*st, *a);

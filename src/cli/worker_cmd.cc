@@ -109,11 +109,16 @@ Handler BuiltinHandler(const std::string& name, const std::string& kind) {
 
 int Run(const Flags& f) {
   routing::Router router;
+  bool default_queue = true;
   auto handlers = ParseHandlers(f.handlers);
   if (!handlers.ok()) return Fail(kExitUsage, "options", handlers.status());
   if (!f.config.empty()) {
     auto cfg = LoadCatalogToml(f.config);
     if (!cfg.ok()) return Fail(kExitUsage, "config", cfg.status());
+    // A worker of a declared consumer queue runs only what is routed to it; any other queue is
+    // the default one (subscriptions without a queue run there).
+    for (const ConsumerQueue& q : cfg->queues)
+      if (q.name == f.queue) default_queue = false;
     for (Subscription sub : cfg->subscriptions) {
       if (auto h = handlers->find(sub.name); h != handlers->end()) {
         sub.handler = BuiltinHandler(sub.name, h->second);
@@ -156,6 +161,7 @@ int Run(const Flags& f) {
 
   WorkerOptions o;
   o.queue = f.queue;
+  o.default_queue = default_queue;
   o.threads = f.threads;
   o.receivers = f.receivers;
   if (auto s = o.Validate(); !s.ok()) return Fail(kExitUsage, "options", s);

@@ -101,15 +101,15 @@ bool IsLoopback(const std::string& host) {
 }
 
 absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
-  static const std::set<std::string> kTop = {"store",       "queue",        "relay",     "worker",
-                                             "ops",         "records",      "retention", "catalog",
-                                             "event_types", "subscriptions"};
+  static const std::set<std::string> kTop = {"store",   "queue",       "queues",       "relay",
+                                             "worker",  "ops",         "records",      "retention",
+                                             "catalog", "event_types", "subscriptions"};
   for (auto&& [k, v] : root) {
     if (!kTop.count(std::string(k.str()))) {
       return p.Error(
           v, std::string(k.str()),
-          "unknown key; expected one of [store], [queue], [relay], [worker], [ops], [records], "
-          "[retention], [catalog], [[event_types]], [[subscriptions]]");
+          "unknown key; expected one of [store], [queue], [[queues]], [relay], [worker], [ops], "
+          "[records], [retention], [catalog], [[event_types]], [[subscriptions]]");
     }
   }
   const toml::node* store_remote_node = nullptr;  // store.endpoint / store.region
@@ -246,6 +246,18 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
                         {"handler_timeout_seconds",
                          [&](const toml::node& v, const std::string& key) {
                            return p.Secs(v, key, 0.01, 43200, &c->handler_timeout);
+                         }},
+                        {"queues",
+                         [&](const toml::node& v, const std::string& key) -> absl::Status {
+                           const toml::array* a = v.as_array();
+                           if (a == nullptr)
+                             return p.Error(v, key, "must be an array of queue names");
+                           for (const toml::node& e : *a) {
+                             std::string name;
+                             if (auto s = p.Str(e, key, &name); !s.ok()) return s;
+                             c->worker_queues.push_back(std::move(name));
+                           }
+                           return absl::OkStatus();
                          }}});
       !s.ok()) {
     return s;
@@ -457,12 +469,20 @@ absl::Status BindSubscriptions(const toml::table& root, const Parser& p, DaemonC
                                    absl::FormatDuration(sub.options.lease),
                                    absl::FormatDuration(sub.options.handler_timeout)));
       }
-      if (sub.options.lease >= c->visibility_timeout) {
+      // The visibility timeout of the subscription's own queue ([[queues]], or [queue]).
+      absl::Duration visibility = c->visibility_timeout;
+      std::string visibility_key = "queue.visibility_timeout_seconds";
+      for (const ConsumerQueue& q : c->catalog.queues) {
+        if (!sub.queue.empty() && q.name == sub.queue) {
+          visibility = q.visibility_timeout;
+          visibility_key = fmt::format("the visibility_timeout_seconds of queue {}", q.name);
+        }
+      }
+      if (sub.options.lease >= visibility) {
         return p.Error(
             *t, where + ".lease_seconds",
-            fmt::format("must be shorter than queue.visibility_timeout_seconds ({}), got {}",
-                        absl::FormatDuration(c->visibility_timeout),
-                        absl::FormatDuration(sub.options.lease)));
+            fmt::format("must be shorter than {} ({}), got {}", visibility_key,
+                        absl::FormatDuration(visibility), absl::FormatDuration(sub.options.lease)));
       }
       if (!d.webhook_url.empty() && d.webhook_timeout >= sub.options.handler_timeout) {
         return p.Error(*t, where + ".webhook_timeout_seconds",

@@ -50,6 +50,9 @@ struct DaemonConfig {
 
   // [worker]
   int worker_threads = 4;
+  // worker.queues: the queues `outbox serve` runs workers for (empty: every queue in use — the
+  // default queue and each [[queues]] entry; docs/ROUTING.md "Consumer queues").
+  std::vector<std::string> worker_queues;
   int worker_batch = 10;
   bool backoff_with_visibility = true;
   // Defaults for [[subscriptions]] that do not set their own.

@@ -31,18 +31,31 @@ void Ops::RegisterMetrics(metrics::Registry* r) {
       (*errors)++;
       spdlog::warn("ops: metrics scrape failed: {}", std::string(st.status().message()));
     } else {
-      out->push_back(One("outbox_queue_depth", "Messages visible in the event queue", Type::Gauge,
-                         static_cast<double>(st->queue.visible), {{"queue", st->queue.name}}));
-      out->push_back(One("outbox_queue_in_flight",
-                         "Messages received and not yet deleted (in flight)", Type::Gauge,
-                         static_cast<double>(st->queue.in_flight), {{"queue", st->queue.name}}));
-      out->push_back(One("outbox_queue_oldest_message_age_seconds",
-                         "Age of the oldest message in the event queue", Type::Gauge,
-                         st->queue.oldest_age_seconds, {{"queue", st->queue.name}}));
-      out->push_back(One("outbox_dlq_depth", "Messages in the event queue's dead-letter queue",
-                         Type::Gauge,
-                         static_cast<double>(st->dlq.visible + st->dlq.in_flight + st->dlq.delayed),
-                         {{"queue", st->dlq.name}}));
+      // One sample per queue: the event queue and each consumer queue (label `queue`).
+      std::vector<std::pair<const QueueStatus*, const QueueStatus*>> queues = {
+          {&st->queue, &st->dlq}};
+      for (const auto& c : st->consumer_queues) queues.push_back({&c.queue, &c.dlq});
+      MetricFamily depth = metrics::NewFamily("outbox_queue_depth",
+                                              "Messages visible in the event queue", Type::Gauge);
+      MetricFamily in_flight =
+          metrics::NewFamily("outbox_queue_in_flight",
+                             "Messages received and not yet deleted (in flight)", Type::Gauge);
+      MetricFamily oldest =
+          metrics::NewFamily("outbox_queue_oldest_message_age_seconds",
+                             "Age of the oldest message in the event queue", Type::Gauge);
+      MetricFamily dlq_depth = metrics::NewFamily(
+          "outbox_dlq_depth", "Messages in the event queue's dead-letter queue", Type::Gauge);
+      for (const auto& [q, d] : queues) {
+        metrics::AddSample(&depth, {{"queue", q->name}}, static_cast<double>(q->visible));
+        metrics::AddSample(&in_flight, {{"queue", q->name}}, static_cast<double>(q->in_flight));
+        metrics::AddSample(&oldest, {{"queue", q->name}}, q->oldest_age_seconds);
+        metrics::AddSample(&dlq_depth, {{"queue", d->name}},
+                           static_cast<double>(d->visible + d->in_flight + d->delayed));
+      }
+      out->push_back(std::move(depth));
+      out->push_back(std::move(in_flight));
+      out->push_back(std::move(oldest));
+      out->push_back(std::move(dlq_depth));
       MetricFamily dl =
           metrics::NewFamily("outbox_dead_letters",
                              "Dead letters in state DEAD (not redriven), per tenant", Type::Gauge);
@@ -82,29 +95,48 @@ void Ops::RegisterMetrics(metrics::Registry* r) {
 }
 
 void RegisterWorkerMetrics(metrics::Registry* r, const WorkerMetrics& m) {
-  auto c = [r](const char* name, const char* help, const std::atomic<int64_t>* v) {
-    r->AddCounter(name, help, [v] { return static_cast<double>(v->load()); });
+  RegisterWorkerMetrics(r, std::vector<const WorkerMetrics*>{&m});
+}
+
+// Several workers (one per consumer queue): counters summed; the labelled families (by
+// subscription, which one queue's worker runs) merged by the registry.
+void RegisterWorkerMetrics(metrics::Registry* r, const std::vector<const WorkerMetrics*>& ms) {
+  auto c = [r, ms](const char* name, const char* help, std::atomic<int64_t> WorkerMetrics::*field) {
+    r->AddCounter(name, help, [ms, field] {
+      int64_t sum = 0;
+      for (const WorkerMetrics* m : ms) sum += (m->*field).load();
+      return static_cast<double>(sum);
+    });
   };
-  c("outbox_worker_received_total", "Messages received by the durable worker", &m.received);
-  c("outbox_worker_deleted_total", "Messages deleted (done, poison or unmatched)", &m.deleted);
+  c("outbox_worker_received_total", "Messages received by the durable worker",
+    &WorkerMetrics::received);
+  c("outbox_worker_deleted_total", "Messages deleted (done, poison or unmatched)",
+    &WorkerMetrics::deleted);
   c("outbox_worker_poison_pills_total", "Bodies that are not envelopes (recorded, deleted)",
-    &m.poison_pills);
-  c("outbox_unmatched_events_total", "Events no DURABLE subscription matched", &m.unmatched_events);
+    &WorkerMetrics::poison_pills);
+  c("outbox_unmatched_events_total", "Events no DURABLE subscription matched",
+    &WorkerMetrics::unmatched_events);
   c("outbox_worker_lease_lost_total", "Completions refused because the lease moved on",
-    &m.lease_lost);
-  c("outbox_worker_sequence_gaps_total", "Tenant seq jumps seen by the worker", &m.sequence_gaps);
+    &WorkerMetrics::lease_lost);
+  c("outbox_worker_sequence_gaps_total", "Tenant seq jumps seen by the worker",
+    &WorkerMetrics::sequence_gaps);
   c("outbox_worker_out_of_order_total",
-    "First runs below a seq this worker already first-ran for the subscription", &m.out_of_order);
+    "First runs below a seq this worker already first-ran for the subscription",
+    &WorkerMetrics::out_of_order);
   c("outbox_worker_receipt_expired_total",
-    "Runs not started because the message's receipt could not cover a lease", &m.receipt_expired);
+    "Runs not started because the message's receipt could not cover a lease",
+    &WorkerMetrics::receipt_expired);
   c("outbox_worker_visibility_extended_total",
     "Receipts extended (ChangeVisibility) so a claim's lease fits inside them",
-    &m.visibility_extended);
-  c("outbox_worker_errors_total", "Store/queue errors in the worker (message left)", &m.errors);
-  c("outbox_dead_lettered_total", "Handler runs marked DEAD", &m.handler_dead);
-  r->Add(&m.deliveries);
-  r->Add(&m.handler_duration);
-  r->Add(&m.propagation_latency);
+    &WorkerMetrics::visibility_extended);
+  c("outbox_worker_errors_total", "Store/queue errors in the worker (message left)",
+    &WorkerMetrics::errors);
+  c("outbox_dead_lettered_total", "Handler runs marked DEAD", &WorkerMetrics::handler_dead);
+  for (const WorkerMetrics* m : ms) {
+    r->Add(&m->deliveries);
+    r->Add(&m->handler_duration);
+    r->Add(&m->propagation_latency);
+  }
 }
 
 void RegisterRelayMetrics(metrics::Registry* r, const RelayMetrics& m) {
@@ -115,6 +147,9 @@ void RegisterRelayMetrics(metrics::Registry* r, const RelayMetrics& m) {
                 [&m] { return static_cast<double>(m.errors.load()); });
   r->AddCounter("outbox_relay_resequenced_total", "Gaps the relay filled from the events table",
                 [&m] { return static_cast<double>(m.resequenced.load()); });
+  r->AddCounter("outbox_relay_unrouted_total",
+                "Events the relay routed to no consumer queue (delivered to nobody)",
+                [&m] { return static_cast<double>(m.unrouted.load()); });
   r->AddGauge("outbox_relay_lag_seconds",
               "Now minus the creation time of the newest forwarded change record",
               [&m] { return static_cast<double>(m.lag_ms.load()) / 1000.0; });

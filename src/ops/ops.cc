@@ -117,8 +117,10 @@ bool DeadLetterFilter::empty() const {
 // ---- JSON ------------------------------------------------------------------------------
 
 bool Status::healthy() const {
-  return chain_intact && dead_letters == 0 && dlq.visible + dlq.in_flight + dlq.delayed == 0 &&
-         poison_pills == 0 && relay.errors == 0;
+  auto empty = [](const QueueStatus& q) { return q.visible + q.in_flight + q.delayed == 0; };
+  for (const auto& c : consumer_queues)
+    if (!empty(c.dlq)) return false;
+  return chain_intact && dead_letters == 0 && empty(dlq) && poison_pills == 0 && relay.errors == 0;
 }
 
 namespace {
@@ -126,6 +128,15 @@ nlohmann::json QueueJson(const QueueStatus& q) {
   return {{"name", q.name},       {"exists", q.exists},
           {"visible", q.visible}, {"in_flight", q.in_flight},
           {"delayed", q.delayed}, {"oldest_age_seconds", q.oldest_age_seconds}};
+}
+nlohmann::json ConsumerQueuesJson(const std::vector<Status::ConsumerQueue>& qs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : qs) {
+    nlohmann::json j = QueueJson(c.queue);
+    j["dlq"] = QueueJson(c.dlq);
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 }  // namespace
 
@@ -168,6 +179,7 @@ nlohmann::json Status::ToJson() const {
           {"out_of_order", out_of_order},
           {"queue", QueueJson(queue)},
           {"dlq", QueueJson(dlq)},
+          {"consumer_queues", ConsumerQueuesJson(consumer_queues)},
           {"relay",
            {{"name", relay.name},
             {"mode", relay.mode},
@@ -391,6 +403,14 @@ absl::StatusOr<Status> Ops::GetStatus(const StatusOptions& o) {
   auto d = m.QueueInfo(dlq, nullptr);
   if (!d.ok()) return d.status();
   st.dlq = *d;
+  for (const std::string& name : options_.consumer_queues) {
+    std::string cdlq;
+    auto cq = m.QueueInfo(name, &cdlq);
+    if (!cq.ok()) return cq.status();
+    auto cd = m.QueueInfo(cdlq, nullptr);
+    if (!cd.ok()) return cd.status();
+    st.consumer_queues.push_back({*cq, *cd});
+  }
 
   // Relay.
   st.relay.name = options_.relay_name;

@@ -126,6 +126,10 @@ struct ChangeFeedRelay::Impl {
     p.tenant = std::move(e.tenant);
     p.event_id = std::move(e.event_id);
     p.seq = e.seq;
+    if (o.route) {
+      p.queues = o.route(e.envelope);
+      p.unrouted = p.queues.empty();
+    }
     return p;
   }
 };
@@ -241,8 +245,14 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
     if (p.poison) {
       spdlog::error("relay {}: cannot forward change record {} (key {}): {}", m.o.name,
                     p.sequence_number, ddbjson::Encode(p.keys).dump(), p.reason);
+    } else if (p.unrouted) {
+      spdlog::warn(
+          "relay {}: event delivered to nobody (no consumer queue has a matching "
+          "subscription): tenant={} event={} seq={}",
+          m.o.name, p.tenant, p.event_id, p.seq);
     }
   }
+  metrics_.unrouted += counts.unrouted;
   metrics_.forwarded += counts.forwarded;
   metrics_.errors += counts.errors;
   metrics_.skipped += skipped;

@@ -28,6 +28,10 @@ struct Forward {
   std::string sequence_number;
   Item keys;
   int64_t created_ms = 0;
+  // Fan-out: the queues this message goes to (empty: the target's queue); `unrouted`: none
+  // (RelayOptions::route sent it nowhere; not sent, counted).
+  std::vector<std::string> queues;
+  bool unrouted = false;
 };
 
 struct ForwardTarget {
@@ -41,6 +45,7 @@ struct ForwardTarget {
 struct ForwardCounts {
   int64_t forwarded = 0;
   int64_t errors = 0;             // poison records written
+  int64_t unrouted = 0;           // routed to no queue
   int64_t newest_created_ms = 0;  // of the forwarded records
 };
 
@@ -55,9 +60,19 @@ absl::StatusOr<ForwardCounts> ForwardInConn(sqlite::Conn& c, const ForwardTarget
   std::vector<TransactWriteItem> rows;
   for (Entry& p : plan) {
     Forward& f = p;
+    if (!f.poison && f.unrouted) {
+      ++n.unrouted;
+      continue;
+    }
     if (!f.poison) {
       if (auto sp = c.Exec("SAVEPOINT relay_msg"); !sp.ok()) return sp;
-      auto sent = t.queue->SendInTransaction(c, t.queue_name, make_message(p));
+      // Every queue of the message or none (the savepoint): one commit, one checkpoint.
+      absl::StatusOr<SendResult> sent = absl::InternalError("no queue");
+      const SendMessageRequest msg = make_message(p);
+      for (size_t q = 0; q < std::max<size_t>(1, f.queues.size()); ++q) {
+        sent = t.queue->SendInTransaction(c, f.queues.empty() ? t.queue_name : f.queues[q], msg);
+        if (!sent.ok()) break;
+      }
       if (sent.ok()) {
         (void)c.Exec("RELEASE relay_msg");
         ++n.forwarded;

@@ -48,6 +48,7 @@ PlannedEvent PlanEventMessage(const Item* image, const std::string& key_tenant,
   p.tenant = key_tenant;
   p.event_id = env->id;
   p.seq = env->seq;
+  p.envelope = *std::move(env);
   return p;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "outbox/ddb_json.h"
+#include "outbox/envelope.h"
 #include "outbox/queue.h"
 #include "outbox/value.h"
 
@@ -40,6 +41,7 @@ struct PlannedEvent {
   std::string tenant;
   std::string event_id;
   int64_t seq = 0;
+  Envelope envelope;  // the decoded event (for RelayOptions::route)
   bool poison() const { return !poison_reason.empty(); }
 };
 PlannedEvent PlanEventMessage(const Item* image, const std::string& key_tenant,

@@ -1,5 +1,6 @@
 // [[event_types]] / [[subscriptions]] from TOML (toml++, header-only here so
 // outbox_routing needs no extra link dependency).
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -27,9 +28,13 @@ class Loader {
                        std::vector<std::pair<const toml::table*, std::string>>* out) const;
   absl::Status String(const toml::node& v, const std::string& key, std::string* out) const;
   absl::Status Seconds(const toml::node& v, const std::string& key, absl::Duration* out) const;
+  absl::Status Int(const toml::node& v, const std::string& key, int64_t lo, int64_t hi,
+                   int* out) const;
   absl::Status EventType(const toml::table& t, const std::string& where, EventTypeDecl* out) const;
   absl::Status Sub(const toml::table& t, const std::string& where, Subscription* out,
                    SubscriptionDelivery* delivery) const;
+  absl::Status Queue(const toml::table& t, const std::string& where, ConsumerQueue* out) const;
+  absl::Status FifoName(const toml::node& v, const std::string& key, std::string* out) const;
 
   std::string source_;
 };
@@ -69,6 +74,17 @@ absl::Status Loader::Seconds(const toml::node& v, const std::string& key,
   const double s = *secs;
   if (!(s > 0)) return Error(v, key, fmt::format("must be positive, got {}", s));
   *out = absl::Milliseconds(static_cast<int64_t>(s * 1000));
+  return absl::OkStatus();
+}
+
+absl::Status Loader::Int(const toml::node& v, const std::string& key, int64_t lo, int64_t hi,
+                         int* out) const {
+  if (!v.is_integer())
+    return Error(v, key, fmt::format("must be an integer, got {}", toml_util::TypeName(v)));
+  const int64_t n = *v.value<int64_t>();
+  if (n < lo || n > hi)
+    return Error(v, key, fmt::format("must be between {} and {}, got {}", lo, hi, n));
+  *out = static_cast<int>(n);
   return absl::OkStatus();
 }
 
@@ -124,18 +140,14 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
             fmt::format("must be one of INLINE, LOCAL, DURABLE, BEST_EFFORT, got \"{}\"", lane));
       }
       has_lane = true;
+    } else if (k.str() == "queue") {
+      s = FifoName(v, key, &out->queue);
     } else if (k.str() == "pattern") {
       std::string p;
       s = String(v, key, &p);
       out->pattern = std::move(p);
     } else if (k.str() == "max_attempts") {
-      if (!v.is_integer()) {
-        s = Error(v, key, fmt::format("must be an integer, got {}", toml_util::TypeName(v)));
-      } else if (int64_t n = *v.value<int64_t>(); n < 1 || n > 1000000) {
-        s = Error(v, key, fmt::format("must be between 1 and 1000000, got {}", n));
-      } else {
-        out->options.max_attempts = static_cast<int>(n);
-      }
+      s = Int(v, key, 1, 1000000, &out->options.max_attempts);
     } else if (k.str() == "lease_seconds") {
       s = Seconds(v, key, &out->options.lease);
     } else if (k.str() == "handler_timeout_seconds") {
@@ -166,19 +178,13 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
     } else if (k.str() == "webhook_timeout_seconds") {
       s = Seconds(v, key, &delivery->webhook_timeout);
     } else if (k.str() == "concurrency") {
-      if (!v.is_integer()) {
-        s = Error(v, key, fmt::format("must be an integer, got {}", toml_util::TypeName(v)));
-      } else if (int64_t n = *v.value<int64_t>(); n < 1 || n > 256) {
-        s = Error(v, key, fmt::format("must be between 1 and 256, got {}", n));
-      } else {
-        delivery->concurrency = static_cast<int>(n);
-      }
+      s = Int(v, key, 1, 256, &delivery->concurrency);
     } else {
-      s = Error(
-          v, key,
-          "unknown key; expected one of name, glob, lane, pattern, max_attempts, lease_seconds, "
-          "handler_timeout_seconds, handler, webhook, secret, secret_env, previous_secret, "
-          "previous_secret_env, webhook_timeout_seconds, concurrency");
+      s = Error(v, key,
+                "unknown key; expected one of name, glob, lane, queue, pattern, max_attempts, "
+                "lease_seconds, "
+                "handler_timeout_seconds, handler, webhook, secret, secret_env, previous_secret, "
+                "previous_secret_env, webhook_timeout_seconds, concurrency");
     }
     if (!s.ok()) return s;
   }
@@ -209,10 +215,64 @@ absl::Status Loader::Sub(const toml::table& t, const std::string& where, Subscri
   return absl::OkStatus();
 }
 
+// An SQS FIFO queue name: 1-80 characters of [A-Za-z0-9_-] ending in ".fifo".
+absl::Status Loader::FifoName(const toml::node& v, const std::string& key, std::string* out) const {
+  if (auto s = String(v, key, out); !s.ok()) return s;
+  const std::string& n = *out;
+  bool ok = n.size() > 5 && n.size() <= 80 && n.ends_with(".fifo");
+  for (size_t i = 0; ok && i + 5 < n.size(); ++i) {
+    const char c = n[i];
+    ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+  }
+  if (!ok) {
+    return Error(v, key,
+                 fmt::format("must be a FIFO queue name (1-80 characters of letters, digits, - and "
+                             "_, ending in .fifo), got \"{}\"",
+                             n));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Loader::Queue(const toml::table& t, const std::string& where,
+                           ConsumerQueue* out) const {
+  out->line = t.source().begin.line;
+  for (auto&& [k, v] : t) {
+    const std::string key = where + "." + std::string(k.str());
+    absl::Status s;
+    if (k.str() == "name") {
+      s = FifoName(v, key, &out->name);
+    } else if (k.str() == "dlq") {
+      s = FifoName(v, key, &out->dlq);
+    } else if (k.str() == "visibility_timeout_seconds") {
+      s = Seconds(v, key, &out->visibility_timeout);
+      if (s.ok() && out->visibility_timeout > absl::Hours(12))
+        s = Error(v, key, "must be at most 43200 (12 hours, SQS's limit)");
+    } else if (k.str() == "max_receive_count") {
+      s = Int(v, key, 1, 1000, &out->max_receive_count);
+    } else {
+      s = Error(v, key,
+                "unknown key; expected one of name, visibility_timeout_seconds, "
+                "max_receive_count, dlq");
+    }
+    if (!s.ok()) return s;
+  }
+  if (out->name.empty()) return Error(t, where + ".name", "required (a FIFO queue name)");
+  if (out->dlq == out->name) return Error(t, where + ".dlq", "must differ from the queue's name");
+  return absl::OkStatus();
+}
+
 absl::Status Loader::Load(const toml::table& root, CatalogConfig* out) {
-  std::vector<std::pair<const toml::table*, std::string>> types, subs;
+  std::vector<std::pair<const toml::table*, std::string>> types, subs, queues;
   if (auto s = Entries(root, "event_types", &types); !s.ok()) return s;
   if (auto s = Entries(root, "subscriptions", &subs); !s.ok()) return s;
+  if (auto s = Entries(root, "queues", &queues); !s.ok()) return s;
+  if (const toml::node* q = root.at_path("queue.name").node(); q && q->is_string())
+    out->default_queue = *q->value<std::string>();
+  for (const auto& [t, where] : queues) {
+    ConsumerQueue q;
+    if (auto s = Queue(*t, where, &q); !s.ok()) return s;
+    out->queues.push_back(std::move(q));
+  }
   std::map<std::string, int64_t> first_line;
   for (const auto& [t, where] : types) {
     EventTypeDecl d;

@@ -149,3 +149,50 @@ std::vector<ContractViolation> CheckContract(const Catalog& catalog,
 }
 
 }  // namespace outbox
+
+namespace outbox {
+
+std::vector<ContractViolation> CheckQueues(const std::vector<Subscription>& subs,
+                                           const std::vector<ConsumerQueue>& queues,
+                                           std::string_view default_queue) {
+  std::vector<ContractViolation> out;
+  std::map<std::string, const ConsumerQueue*> declared;
+  for (const ConsumerQueue& q : queues) {
+    if (auto [it, fresh] = declared.emplace(q.name, &q); !fresh) {
+      Add(&out, contract_code::kDuplicateQueue,
+          fmt::format("queue \"{}\" is declared twice (lines {} and {}); expected unique names",
+                      q.name, it->second->line, q.line));
+    }
+  }
+  std::map<std::string, int> used;
+  for (const Subscription& s : subs) {
+    if (s.queue.empty()) continue;
+    if (s.lane != Lane::kDurable) {
+      Add(&out, contract_code::kQueueNotDurable,
+          fmt::format("{}: names queue \"{}\"; expected no queue (only DURABLE subscriptions are "
+                      "routed to consumer queues)",
+                      Describe(s), s.queue));
+      continue;
+    }
+    if (s.queue != default_queue && !declared.count(s.queue)) {
+      std::string names;
+      for (const auto& [n, q] : declared) names += fmt::format(", \"{}\"", n);
+      Add(&out, contract_code::kUnknownQueue,
+          fmt::format("{}: is routed to queue \"{}\", which is not declared; expected one of "
+                      "\"{}\"{} (a [[queues]] entry, or no queue for the default)",
+                      Describe(s), s.queue, default_queue, names));
+      continue;
+    }
+    ++used[s.queue];
+  }
+  for (const ConsumerQueue& q : queues) {
+    if (q.name == default_queue || used.count(q.name)) continue;
+    Add(&out, contract_code::kUnusedQueue,
+        fmt::format("queue \"{}\" (line {}): no DURABLE subscription is routed to it; expected "
+                    "a subscription with queue = \"{}\", or remove the queue",
+                    q.name, q.line, q.name));
+  }
+  return out;
+}
+
+}  // namespace outbox

@@ -62,7 +62,8 @@ struct Daemon::Impl {
     if (record_relay) out.push_back(record_relay.get());
     return out;
   }
-  std::unique_ptr<DurableWorker> worker;
+  // One durable worker per queue in use (docs/ROUTING.md, "Consumer queues").
+  std::vector<std::unique_ptr<DurableWorker>> workers;
   std::unique_ptr<RecordChangeConsumer> record_consumer;
   bool has_best_effort = false;
   std::unique_ptr<ops::Ops> ops;  // /ops/* and the store/queue gauges of /metrics
@@ -216,6 +217,29 @@ absl::Status Daemon::Impl::OpenAll() {
   // Renew (and rebalance) three times per lease, at most every 3 s.
   ro.stream.renew_interval = std::min(absl::Seconds(3), cfg.relay_lease / 3);
   ro.poll.batch = std::min(cfg.relay_batch, 1000);
+  // Consumer queues: each declared queue (and its DLQ) exists; the relay forwards each event to
+  // every queue with a matching subscription, in the commit of its checkpoint.
+  const bool routed = !cfg.catalog.queues.empty();
+  for (const ConsumerQueue& q : cfg.catalog.queues) {
+    EventQueueOptions eo;
+    eo.visibility_timeout = q.visibility_timeout;
+    eo.max_receive_count = q.max_receive_count;
+    eo.dlq = q.dlq;
+    if (auto s = EnsureEventQueue(queue, q.name, eo); !s.ok())
+      return Prefixed(s.status(), "queues: " + q.name);
+  }
+  if (routed) {
+    if (cfg.relay_mode != "feed" || sqlite_store == nullptr || sqlite_queue == nullptr) {
+      return absl::FailedPreconditionError(ToAbsl(fmt::format(
+          "{}: [[queues]] (consumer queues) need relay.mode = \"feed\" with the store and the "
+          "queue in one SQLite file for now (store.backend = \"embedded\", queue.backend = "
+          "\"embedded\"); got relay.mode = \"{}\", store {}, queue {}",
+          cfg.source, cfg.relay_mode, cfg.store_backend, cfg.queue_backend)));
+    }
+    auto route = MakeQueueRoute(cfg.catalog.subscriptions, cfg.queue);
+    if (!route.ok()) return Prefixed(route.status(), "queues");
+    ro.feed.route = *std::move(route);
+  }
   auto r = stack->NewEventRelay(ro);
   if (!r.ok()) return Prefixed(r.status(), "relay");
   relay = *std::move(r);
@@ -232,14 +256,43 @@ absl::Status Daemon::Impl::OpenAll() {
     record_relay = *std::move(rr);
   }
 
-  WorkerOptions wo;
-  wo.threads = cfg.worker_threads;
-  wo.batch = cfg.worker_batch;
-  wo.max_receive_count = cfg.max_receive_count;
-  wo.backoff_with_visibility = cfg.backoff_with_visibility;
-  auto w = stack->NewWorker(wo);
-  if (!w.ok()) return Prefixed(w.status(), "worker");
-  worker = *std::move(w);
+  // Workers: worker.queues, or every queue in use — the default queue (unless every DURABLE
+  // subscription names another) and each [[queues]] entry.
+  std::vector<std::string> worker_queues = cfg.worker_queues;
+  if (worker_queues.empty()) {
+    bool default_used = !routed;
+    for (const Subscription& sub : cfg.catalog.subscriptions) {
+      if (sub.lane == Lane::kDurable && (sub.queue.empty() || sub.queue == cfg.queue))
+        default_used = true;
+    }
+    if (default_used) worker_queues.push_back(cfg.queue);
+    for (const ConsumerQueue& q : cfg.catalog.queues)
+      if (q.name != cfg.queue) worker_queues.push_back(q.name);
+  }
+  for (const std::string& name : worker_queues) {
+    const bool known =
+        name == cfg.queue || std::any_of(cfg.catalog.queues.begin(), cfg.catalog.queues.end(),
+                                         [&](const ConsumerQueue& q) { return q.name == name; });
+    if (!known) {
+      return absl::InvalidArgumentError(
+          ToAbsl(fmt::format("{}: worker.queues: \"{}\" is neither queue.name (\"{}\") nor a "
+                             "[[queues]] entry",
+                             cfg.source, name, cfg.queue)));
+    }
+    WorkerOptions wo;
+    wo.queue = name;
+    wo.default_queue = name == cfg.queue;
+    wo.threads = cfg.worker_threads;
+    wo.batch = cfg.worker_batch;
+    wo.max_receive_count = cfg.max_receive_count;
+    for (const ConsumerQueue& q : cfg.catalog.queues)
+      if (q.name == name) wo.max_receive_count = q.max_receive_count;
+    wo.backoff_with_visibility = cfg.backoff_with_visibility;
+    auto w = stack->NewWorker(wo);
+    if (!w.ok()) return Prefixed(w.status(), "worker " + name);
+    if (auto s = (*w)->Init(); !s.ok()) return Prefixed(s, "worker " + name);
+    workers.push_back(*std::move(w));
+  }
   if (has_best_effort) {
     auto c = stack->NewRecordConsumer();
     if (!c.ok()) return Prefixed(c.status(), "records consumer");
@@ -247,11 +300,15 @@ absl::Status Daemon::Impl::OpenAll() {
   }
   ops::OpsOptions oo;
   oo.relay_name = cfg.relay_mode == "poll" ? "poll" : cfg.relay_name;
+  for (const ConsumerQueue& q : cfg.catalog.queues)
+    if (q.name != cfg.queue) oo.consumer_queues.push_back(q.name);
   ops = stack->NewOps(oo);
   ops->RegisterMetrics(&registry);
   ops::RegisterEngineMetrics(&registry, engine->metrics());
   ops::RegisterRelayMetrics(&registry, *relay);
-  ops::RegisterWorkerMetrics(&registry, worker->metrics());
+  std::vector<const WorkerMetrics*> worker_metrics;
+  for (const auto& w : workers) worker_metrics.push_back(&w->metrics());
+  ops::RegisterWorkerMetrics(&registry, worker_metrics);
   RegisterWebhookMetrics(&registry, &webhooks);
   if (cfg.retention()) {
     ops::RetentionOptions ro;
@@ -278,6 +335,15 @@ absl::Status Daemon::Impl::BindSubscriptions() {
       }
       spdlog::warn("{}: contract violations (catalog.strict = false):{}", cfg.source, all);
     }
+  }
+  // Consumer queues: an unreachable subscription or queue is an error, never a silent bind.
+  if (auto violations = CheckQueues(cat.subscriptions, cat.queues, cfg.queue);
+      !violations.empty()) {
+    std::string all;
+    for (const auto& v : violations) all += fmt::format("\n  {}: {}", v.code, v.message);
+    return absl::FailedPreconditionError(ToAbsl(
+        fmt::format("{}: the consumer queues are not reachable as configured ({} problem(s)):{}",
+                    cfg.source, violations.size(), all)));
   }
   if (std::any_of(cat.deliveries.begin(), cat.deliveries.end(),
                   [](const SubscriptionDelivery& d) { return d.handler == "record"; })) {
@@ -703,9 +769,12 @@ absl::Status Daemon::Start() {
   }
   d.started = true;
   for (Relay* r : d.Relays()) r->Start();
-  if (auto s = d.worker->Start(); !s.ok()) {
-    for (Relay* r : d.Relays()) r->Stop();
-    return Prefixed(s, "worker");
+  for (const auto& w : d.workers) {
+    if (auto s = w->Start(); !s.ok()) {
+      for (Relay* r : d.Relays()) r->Stop();
+      for (const auto& o : d.workers) o->Stop();
+      return Prefixed(s, "worker");
+    }
   }
   if (d.record_consumer) {
     if (auto s = d.record_consumer->Start(); !s.ok()) return Prefixed(s, "records consumer");
@@ -744,7 +813,7 @@ void Daemon::Stop() {
     r->Stop();  // the stream relay releases the shard leases the drain took again
   }
   // 3. Worker: finish the batch in flight; the rest stays queued.
-  d.worker->Stop();
+  for (const auto& w : d.workers) w->Stop();
   if (d.record_consumer) d.record_consumer->Stop();
   d.history->Stop();
   d.engine->WaitForLocalHandlers();

@@ -135,6 +135,9 @@ DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(Held& h) {
   CheckSequence(*env);
 
   std::vector<const Subscription*> subs = router->Match(*env, Lane::kDurable);
+  // Consumer queues: this worker runs only what is routed to its queue (a subscription without
+  // a queue runs on any worker).
+  std::erase_if(subs, [&](const Subscription* s) { return !RoutedHere(*s); });
   if (subs.empty()) {
     metrics.unmatched_events++;
     spdlog::warn("worker: event delivered to nobody: tenant={} event={} type={} correlation={}",

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "spdlog/spdlog.h"
 #include "store/sqlite/sqlite_store.h"
@@ -51,8 +52,16 @@ absl::Status DurableWorker::Init() {
   if (attrs->options.redrive) {
     w.max_receive_count = std::min(w.max_receive_count, attrs->options.redrive->max_receive_count);
   }
+  std::vector<std::string> elsewhere;  // "name (queue)" of DURABLE subscriptions routed away
+  int here = 0;
   for (const Subscription* sub : w.router->All()) {
     if (sub->lane != Lane::kDurable) continue;
+    if (!w.RoutedHere(*sub)) {
+      elsewhere.push_back(
+          fmt::format("{} ({})", sub->name, sub->queue.empty() ? "the default queue" : sub->queue));
+      continue;
+    }
+    ++here;
     const SubscriptionOptions& o = sub->options;
     if (o.max_attempts < 1) {
       return absl::InvalidArgumentError(
@@ -69,6 +78,14 @@ absl::Status DurableWorker::Init() {
           "subscription {}: handler_timeout {} must be positive and shorter than the lease {}",
           sub->name, absl::FormatDuration(o.handler_timeout), absl::FormatDuration(o.lease)));
     }
+  }
+  // Unreachable is an error, never a silent bind: a worker for a queue no subscription is
+  // routed to would receive and delete its messages as "delivered to nobody".
+  if (here == 0 && !elsewhere.empty()) {
+    return absl::FailedPreconditionError(fmt::format(
+        "worker: no DURABLE subscription is routed to queue {} (the subscriptions are routed to "
+        "other queues: {}); start the worker with one of those queues",
+        w.options.queue, fmt::join(elsewhere, ", ")));
   }
   if (auto s = w.inbox->EnsureTables(); !s.ok()) return s;
   w.initialized = true;

@@ -30,6 +30,12 @@ struct DurableWorker::Impl {
   // What happened to a message.
   enum class Fate { kDeleted, kLeft };
 
+  // Consumer queues: a subscription routed to this worker's queue, or to none when this
+  // worker serves the default queue.
+  bool RoutedHere(const Subscription& s) const {
+    return s.queue.empty() ? options.default_queue : s.queue == options.queue;
+  }
+
   // A received message and the time until which its receipt holds the FIFO
   // group (received + visibility timeout, moved on by each extension). The
   // worker starts a claim only while the receipt covers the whole lease

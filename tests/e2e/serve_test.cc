@@ -673,4 +673,47 @@ TEST_F(Serve, PollModeOnTheEmbeddedStore) {
   EXPECT_THAT(relay.out, HasSubstr("the store is set to relay mode \"poll\""));
 }
 
+// Consumer queues: ship on its own queue, mail on the default one; each webhook gets every
+// event once, /metrics reports both queues, and a subscription routed to a queue that is not
+// declared stops the server with a message naming both.
+TEST_F(Serve, ConsumerQueuesEachGetEveryEventOnce) {
+  Receiver rx(kSecret);
+  const std::string queues =
+      "[[queues]]\nname = \"shipping.fifo\"\nvisibility_timeout_seconds = 4\n";
+  std::string cfg = WriteConfig(
+      Hook("ship", rx.Url("ship")) + "queue = \"shipping.fifo\"\n" + Hook("mail", rx.Url("mail")),
+      queues);
+  ServeProcess server(cfg, dir_.file("serve.log"));
+  ASSERT_GT(server.port(), 0) << Log() << std::ifstream(cfg).rdbuf();
+  auto c = Client(server.port());
+  std::set<std::string> emitted;
+  for (int i = 0; i < 20; ++i) {
+    int st = 0;
+    json e = Emit(c, {{"tenant", "h" + std::to_string(i % 3)}, {"type", "com.order_placed"}}, &st);
+    ASSERT_EQ(st, 201) << e.dump();
+    emitted.insert(e["id"].get<std::string>());
+  }
+  ASSERT_TRUE(WaitFor([&] { return rx.Unique("ship") == 20 && rx.Unique("mail") == 20; }, 30))
+      << rx.Unique("ship") << " " << rx.Unique("mail") << "\n"
+      << Log();
+  EXPECT_EQ(rx.Ids("ship"), emitted);
+  EXPECT_EQ(rx.Ids("mail"), emitted);
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr("outbox_queue_depth{queue=\"shipping.fifo\"}"));
+  EXPECT_THAT(m->body, HasSubstr("outbox_dlq_depth{queue=\"shipping-dlq.fifo\"}"));
+  EXPECT_EQ(server.Kill(SIGTERM), 0) << Log();
+
+  std::string bad = WriteConfig(
+      Hook("ship", rx.Url("ship")) + "queue = \"shiping.fifo\"\n" + Hook("mail", rx.Url("mail")),
+      queues);
+  auto run = outbox::testing_support::RunCommand(std::string(Bin()) + " serve --config " + bad +
+                                                 " --listen 127.0.0.1:0 2>&1");
+  EXPECT_NE(run.code, 0);
+  EXPECT_THAT(run.out, HasSubstr("unknown_queue"));
+  EXPECT_THAT(run.out, HasSubstr("subscription \"ship\""));
+  EXPECT_THAT(run.out, HasSubstr("\"shiping.fifo\", which is not declared"));
+  EXPECT_THAT(run.out, HasSubstr("unused_queue"));
+}
+
 }  // namespace

@@ -272,6 +272,41 @@ TEST(Registry, EscapesLabelValuesAndRendersHistograms) {
 
 class Metrics : public Pipeline {};
 
+// Consumer queues: status, health and /metrics report each queue and its DLQ.
+TEST_F(Metrics, EachConsumerQueueHasItsDepthAndItsDlq) {
+  ASSERT_TRUE(EnsureEventQueue(queue_.get(), "shipping.fifo").ok());
+  SendMessageRequest m;
+  m.body = "x";
+  m.group_id = "t1";
+  m.dedup_id = "d1";
+  ASSERT_TRUE(queue_->Send("shipping.fifo", m).ok());
+  m.dedup_id = "d2";
+  ASSERT_TRUE(queue_->Send("shipping-dlq.fifo", m).ok());
+  ops::OpsOptions oo;
+  oo.consumer_queues = {"shipping.fifo"};
+  ops::Ops o(engine_.get(), store_.get(), queue_.get(), &router_, &clock_, oo);
+  ops::StatusOptions so;
+  so.verify_chain = false;
+  auto st = o.GetStatus(so);
+  ASSERT_TRUE(st.ok()) << st.status();
+  ASSERT_EQ(st->consumer_queues.size(), 1u);
+  EXPECT_EQ(st->consumer_queues[0].queue.name, "shipping.fifo");
+  EXPECT_EQ(st->consumer_queues[0].queue.visible, 1);
+  EXPECT_EQ(st->consumer_queues[0].dlq.name, "shipping-dlq.fifo");
+  EXPECT_EQ(st->consumer_queues[0].dlq.visible, 1);
+  EXPECT_FALSE(st->healthy());  // a consumer queue's DLQ is not empty
+  EXPECT_EQ(st->ToJson()["consumer_queues"][0]["dlq"]["visible"], 1);
+  metrics::Registry r;
+  o.RegisterMetrics(&r);
+  std::string text = r.RenderPrometheus();
+  Parsed p = ParseExposition(text);
+  ASSERT_EQ(p.error, "") << text;
+  EXPECT_EQ(Value(p, "outbox_queue_depth", {{"queue", "shipping.fifo"}}), 1);
+  EXPECT_EQ(Value(p, "outbox_queue_depth", {{"queue", kQueue}}), 0);
+  EXPECT_EQ(Value(p, "outbox_dlq_depth", {{"queue", "shipping-dlq.fifo"}}), 1);
+  EXPECT_EQ(Value(p, "outbox_dlq_depth", {{"queue", kDlq}}), 0);
+}
+
 TEST_F(Metrics, PipelineMetricsParseAndTellTheOperatorWhatHappened) {
   Subscribe("billing");
   Subscribe("notify");

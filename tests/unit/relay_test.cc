@@ -9,7 +9,9 @@
 
 #include <map>
 #include <random>
+#include <set>
 
+#include "outbox/catalog.h"
 #include "outbox/ddb_json.h"
 #include "outbox/engine.h"
 #include "queue/sqlite/sqlite_queue.h"
@@ -22,8 +24,23 @@ namespace {
 
 using testing_support::DrainEvents;
 
+// The fan-out of the SIGKILL rounds: com.a to the default queue and second.fifo, com.b to
+// second.fifo only.
+RelayOptions FanOut() {
+  RelayOptions o;
+  o.route = [](const Envelope& e) {
+    return e.type == "com.a" ? std::vector<std::string>{"outbox-events.fifo", "second.fifo"}
+                             : std::vector<std::string>{"second.fifo"};
+  };
+  return o;
+}
+
+const std::vector<std::string> kFanOutQueues = {"outbox-events.fifo", "second.fifo"};
+
 struct Stack {
-  explicit Stack(const std::string& path, Clock* clock) {
+  // `queues` are created first (EnsureEventQueue); the relay runs with `ro`.
+  explicit Stack(const std::string& path, Clock* clock, RelayOptions ro = {},
+                 const std::vector<std::string>& queues = {}) {
     db = *sqlite::Database::Open({.path = path});
     SqliteStoreOptions so;
     so.sweep_interval = absl::ZeroDuration();
@@ -33,7 +50,8 @@ struct Stack {
     eo.clock = clock;
     engine = *Engine::Open(store.get(), eo);
     EXPECT_TRUE(engine->EnsureTables().ok());
-    auto r = ChangeFeedRelay::Open(store.get(), queue.get(), clock);
+    for (const auto& q : queues) EXPECT_TRUE(EnsureEventQueue(queue.get(), q, {}).ok());
+    auto r = ChangeFeedRelay::Open(store.get(), queue.get(), clock, std::move(ro));
     EXPECT_TRUE(r.ok()) << r.status();
     relay = *std::move(r);
   }
@@ -73,6 +91,63 @@ TEST_F(RelayTest, ForwardsWholeImagesInTenantOrderAndNeverHeadRows) {
   // Caught up: nothing more, nothing twice.
   ASSERT_TRUE(s.relay->Drain().ok());
   EXPECT_TRUE(DrainEvents(*s.queue).empty());
+}
+
+// Consumer queues: each event goes once to every queue with a matching subscription, in one
+// commit with the checkpoint; an event routed nowhere is counted, not sent.
+TEST_F(RelayTest, FansOutToEveryQueueWithAMatchingSubscription) {
+  auto sub = [](const char* name, const char* glob, const char* q) {
+    Subscription s;
+    s.name = name;
+    s.glob = glob;
+    s.queue = q;
+    return s;
+  };
+  // billing (default queue) takes order.*, shipping order.paid, email order.* and user.*.
+  std::vector<Subscription> subs = {
+      sub("billing", "order.*", ""), sub("shipping", "order.paid", "shipping.fifo"),
+      sub("email", "order.*", "email.fifo"), sub("welcome", "user.*", "email.fifo")};
+  RelayOptions ro;
+  auto route = MakeQueueRoute(subs, "outbox-events.fifo");
+  ASSERT_TRUE(route.ok()) << route.status();
+  ro.route = *route;
+  Stack s(dir_.file("o.db"), &clock_, ro, {"outbox-events.fifo", "shipping.fifo", "email.fifo"});
+  auto& relay = s.relay;
+  for (const char* type : {"order.placed", "order.paid", "user.joined", "audit.logged"})
+    ASSERT_TRUE(s.engine->Emit(RequestContext{.tenant = "t1"}, type, Value::M({})).ok());
+  ASSERT_TRUE(relay->Drain().ok());
+  auto types = [&](const char* q) {
+    std::vector<std::string> out;
+    for (const auto& e : DrainEvents(*s.queue, q)) out.push_back(e.type);
+    return out;
+  };
+  EXPECT_EQ(types("outbox-events.fifo"), (std::vector<std::string>{"order.placed", "order.paid"}));
+  EXPECT_EQ(types("shipping.fifo"), (std::vector<std::string>{"order.paid"}));
+  EXPECT_EQ(types("email.fifo"),
+            (std::vector<std::string>{"order.placed", "order.paid", "user.joined"}));
+  EXPECT_EQ(relay->metrics().forwarded.load(), 3);  // events forwarded (to 1..3 queues each)
+  EXPECT_EQ(relay->metrics().unrouted.load(), 1);   // audit.logged: delivered to nobody
+  // Caught up: nothing twice.
+  ASSERT_TRUE(relay->Drain().ok());
+  for (const char* q : {"outbox-events.fifo", "shipping.fifo", "email.fifo"})
+    EXPECT_TRUE(DrainEvents(*s.queue, q).empty()) << q;
+}
+
+// All queues of an event or none: a queue that is missing fails the whole commit, and the
+// checkpoint does not move past the event.
+TEST_F(RelayTest, AFanOutThatCannotReachEveryQueueSendsToNone) {
+  RelayOptions ro;
+  ro.route = [](const Envelope&) {
+    return std::vector<std::string>{"outbox-events.fifo", "missing.fifo"};
+  };
+  Stack s(dir_.file("o.db"), &clock_, ro, {"outbox-events.fifo"});
+  ASSERT_TRUE(s.engine->Emit(RequestContext{.tenant = "t1"}, "order.paid", Value::M({})).ok());
+  EXPECT_FALSE(s.relay->RunOnce().ok());
+  EXPECT_TRUE(DrainEvents(*s.queue).empty());
+  ASSERT_TRUE(EnsureEventQueue(s.queue.get(), "missing.fifo", {}).ok());
+  ASSERT_TRUE(s.relay->Drain().ok());
+  EXPECT_EQ(DrainEvents(*s.queue).size(), 1u);
+  EXPECT_EQ(DrainEvents(*s.queue, "missing.fifo").size(), 1u);
 }
 
 TEST_F(RelayTest, CheckpointSurvivesRestart) {
@@ -165,7 +240,9 @@ TEST_F(RelayTest, MalformedGapRowBecomesPoisonUnderItsOwnKey) {
 // ---- SIGKILL rounds: the child runs the relay loop; the parent kills it ----------
 
 [[noreturn]] void ChildRelay(const char* path) {
-  Stack s(path, Clock::Real());
+  const bool fan_out = std::getenv("OUTBOX_RELAY_CHILD_FANOUT") != nullptr;
+  Stack s(path, Clock::Real(), fan_out ? FanOut() : RelayOptions{},
+          fan_out ? kFanOutQueues : std::vector<std::string>{});
   s.relay->Start();
   while (true) pause();
 }
@@ -175,31 +252,39 @@ const bool kChild = [] {
   return false;
 }();
 
-TEST_F(RelayTest, NoLossNoDuplicatesAcrossKilledRelays) {
-  std::string path = dir_.file("o.db");
-  Stack s(path, Clock::Real());
-  std::mt19937 rng(7);
-  int emitted = 0;
+// 10 rounds: a child relay (this binary, re-executed) runs while `emit(i)` is called 40 times,
+// then is SIGKILLed after a random pause.
+template <class Emit>
+void KilledRelayRounds(const std::string& path, bool fan_out, uint32_t seed, Emit emit) {
+  std::mt19937 rng(seed);
   for (int round = 0; round < 10; ++round) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       setenv("OUTBOX_RELAY_CHILD", path.c_str(), 1);
+      if (fan_out) setenv("OUTBOX_RELAY_CHILD_FANOUT", "1", 1);
       execl("/proc/self/exe", "/proc/self/exe", static_cast<char*>(nullptr));
       _exit(127);
     }
-    for (int i = 0; i < 40; ++i, ++emitted) {
-      ASSERT_TRUE(
-          s.engine
-              ->Emit(RequestContext{.tenant = "t" + std::to_string(i % 3)}, "com.a", Value::M({}))
-              .ok());
-    }
+    for (int i = 0; i < 40; ++i) emit(i);
     std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 150));
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << "relay child exited with " << WEXITSTATUS(status);
   }
+}
+
+TEST_F(RelayTest, NoLossNoDuplicatesAcrossKilledRelays) {
+  std::string path = dir_.file("o.db");
+  Stack s(path, Clock::Real());
+  int emitted = 0;
+  KilledRelayRounds(path, false, 7, [&](int i) {
+    ++emitted;
+    ASSERT_TRUE(
+        s.engine->Emit(RequestContext{.tenant = "t" + std::to_string(i % 3)}, "com.a", Value::M({}))
+            .ok());
+  });
   // A final relay in this process finishes the job.
   auto relay = ChangeFeedRelay::Open(s.store.get(), s.queue.get(), Clock::Real());
   ASSERT_TRUE(relay.ok());
@@ -211,6 +296,40 @@ TEST_F(RelayTest, NoLossNoDuplicatesAcrossKilledRelays) {
     EXPECT_EQ(e.seq, last[e.tenant] + 1) << "tenant " << e.tenant << " out of order or duplicated";
     last[e.tenant] = e.seq;
   }
+}
+
+// The same rounds with a fan-out to two queues: every queue gets each of its events exactly
+// once and in tenant order — all queues or none per commit, whatever the kill interrupted.
+TEST_F(RelayTest, FanOutToSeveralQueuesSurvivesKilledRelays) {
+  std::string path = dir_.file("o.db");
+  Stack s(path, Clock::Real(), FanOut(), kFanOutQueues);
+  int a = 0, all = 0;
+  KilledRelayRounds(path, true, 11, [&](int i) {
+    const bool is_a = i % 2 == 0;
+    a += is_a;
+    ++all;
+    ASSERT_TRUE(s.engine
+                    ->Emit(RequestContext{.tenant = "t" + std::to_string(i % 3)},
+                           is_a ? "com.a" : "com.b", Value::M({}))
+                    .ok());
+  });
+  ASSERT_TRUE(s.relay->Drain().ok());  // a relay in this process finishes the job
+  auto in_order = [](const std::vector<Envelope>& got, const char* q) {
+    std::map<std::string, int64_t> last;
+    std::set<std::string> ids;
+    for (const auto& e : got) {
+      EXPECT_GT(e.seq, last[e.tenant]) << q << ": tenant " << e.tenant << " out of order";
+      last[e.tenant] = e.seq;
+      EXPECT_TRUE(ids.insert(e.id).second) << q << ": event " << e.id << " twice";
+    }
+  };
+  auto first = DrainEvents(*s.queue);
+  auto second = DrainEvents(*s.queue, "second.fifo");
+  EXPECT_EQ(static_cast<int>(first.size()), a);
+  EXPECT_EQ(static_cast<int>(second.size()), all);
+  in_order(first, "outbox-events.fifo");
+  in_order(second, "second.fifo");
+  for (const auto& e : first) EXPECT_EQ(e.type, "com.a");
 }
 
 // The one lifecycle (outbox::Relay): each of the four relays, held only as a

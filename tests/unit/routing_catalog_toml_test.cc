@@ -156,3 +156,66 @@ TEST(CatalogToml, PatternsAreCheckedByTheContractNotTheLoader) {
 
 }  // namespace
 }  // namespace outbox
+
+namespace outbox {
+namespace {
+
+// Consumer queues: [[queues]] entries and a subscription's `queue`.
+TEST(CatalogToml, ReadsConsumerQueues) {
+  auto cfg = ParseCatalogToml(R"(
+[[queues]]
+name = "shipping.fifo"
+visibility_timeout_seconds = 60
+max_receive_count = 8
+dlq = "shipping-dead.fifo"
+
+[[queues]]
+name = "email.fifo"
+
+[[subscriptions]]
+name = "ship"
+glob = "order.paid"
+lane = "DURABLE"
+queue = "shipping.fifo"
+)");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  ASSERT_EQ(cfg->queues.size(), 2u);
+  EXPECT_EQ(cfg->queues[0].name, "shipping.fifo");
+  EXPECT_EQ(cfg->queues[0].visibility_timeout, absl::Seconds(60));
+  EXPECT_EQ(cfg->queues[0].max_receive_count, 8);
+  EXPECT_EQ(cfg->queues[0].dlq, "shipping-dead.fifo");
+  EXPECT_EQ(cfg->queues[0].line, 2);
+  EXPECT_EQ(cfg->queues[1].visibility_timeout, absl::Seconds(30));  // defaults
+  EXPECT_EQ(cfg->queues[1].max_receive_count, 5);
+  EXPECT_TRUE(cfg->queues[1].dlq.empty());
+  ASSERT_EQ(cfg->subscriptions.size(), 1u);
+  EXPECT_EQ(cfg->subscriptions[0].queue, "shipping.fifo");
+}
+
+TEST(CatalogToml, ConsumerQueueErrorsNameTheKey) {
+  auto err = [](const std::string& text) {
+    auto r = ParseCatalogToml(text);
+    EXPECT_FALSE(r.ok());
+    return std::string(r.status().message());
+  };
+  EXPECT_THAT(err("[[queues]]\nname = \"shipping\"\n"),
+              HasSubstr("queues[0].name: must be a FIFO queue name"));
+  EXPECT_THAT(err("[[queues]]\nname = \"a b.fifo\"\n"),
+              HasSubstr("queues[0].name: must be a FIFO queue name"));
+  EXPECT_THAT(err("[[queues]]\nvisibility_timeout_seconds = 5\n"),
+              HasSubstr("outbox.toml:1: queues[0].name: required"));
+  EXPECT_THAT(err("[[queues]]\nname = \"q.fifo\"\nmax_receive_count = 0\n"),
+              HasSubstr("queues[0].max_receive_count: must be between 1 and 1000, got 0"));
+  EXPECT_THAT(err("[[queues]]\nname = \"q.fifo\"\nvisibility_timeout_seconds = 50000\n"),
+              HasSubstr("queues[0].visibility_timeout_seconds: must be at most 43200"));
+  EXPECT_THAT(err("[[queues]]\nname = \"q.fifo\"\ndlq = \"q.fifo\"\n"),
+              HasSubstr("queues[0].dlq: must differ from the queue's name"));
+  EXPECT_THAT(err("[[queues]]\nname = \"q.fifo\"\nretention = 3\n"),
+              HasSubstr("queues[0].retention: unknown key; expected one of name"));
+  EXPECT_THAT(err("[[subscriptions]]\nname = \"x\"\nglob = \"a\"\nlane = \"DURABLE\"\nqueue = "
+                  "\"plain\"\n"),
+              HasSubstr("subscriptions[0].queue: must be a FIFO queue name"));
+}
+
+}  // namespace
+}  // namespace outbox

@@ -182,3 +182,49 @@ TEST(CatalogExport, Markdown) {
 
 }  // namespace
 }  // namespace outbox
+
+namespace outbox {
+namespace {
+
+// Consumer queues: unreachable is an error, never a silent bind.
+TEST(Contract, ConsumerQueuesMustBeReachable) {
+  auto durable = [](const char* name, const char* queue) {
+    Subscription s = Sub(name, "com.payment_completed", Lane::kDurable);
+    s.queue = queue;
+    return s;
+  };
+  std::vector<ConsumerQueue> queues(2);
+  queues[0].name = "shipping.fifo";
+  queues[0].line = 3;
+  queues[1].name = "email.fifo";
+  queues[1].line = 7;
+  // Clean: shipping and email each have a subscription; billing uses the default queue.
+  std::vector<Subscription> subs = {durable("billing", ""), durable("ship", "shipping.fifo"),
+                                    durable("mail", "email.fifo")};
+  EXPECT_TRUE(CheckQueues(subs, queues, "outbox-events.fifo").empty());
+  // The default queue may be named explicitly.
+  subs.push_back(durable("audit", "outbox-events.fifo"));
+  EXPECT_TRUE(CheckQueues(subs, queues, "outbox-events.fifo").empty());
+
+  auto v = CheckQueues({durable("ship", "shiping.fifo"), durable("mail", "email.fifo")}, queues,
+                       "outbox-events.fifo");
+  EXPECT_THAT(Codes(v), ::testing::UnorderedElementsAre("unknown_queue", "unused_queue"));
+  EXPECT_THAT(All(v), HasSubstr("subscription \"ship\""));
+  EXPECT_THAT(All(v), HasSubstr("queue \"shiping.fifo\", which is not declared"));
+  EXPECT_THAT(All(v), HasSubstr("queue \"shipping.fifo\" (line 3): no DURABLE subscription"));
+
+  Subscription local = Sub("notify", "com.payment_completed", Lane::kLocal);
+  local.queue = "email.fifo";
+  v = CheckQueues({local, durable("ship", "shipping.fifo")}, queues, "outbox-events.fifo");
+  EXPECT_THAT(Codes(v), ::testing::UnorderedElementsAre("queue_not_durable", "unused_queue"));
+  EXPECT_THAT(All(v), HasSubstr("queue \"email.fifo\" (line 7)"));
+
+  queues.push_back(queues[0]);
+  queues.back().line = 11;
+  v = CheckQueues(subs, queues, "outbox-events.fifo");
+  EXPECT_THAT(Codes(v), ::testing::ElementsAre("duplicate_queue"));
+  EXPECT_THAT(All(v), HasSubstr("lines 3 and 11"));
+}
+
+}  // namespace
+}  // namespace outbox

@@ -197,10 +197,11 @@ class WorkerProofs : public ::testing::TestWithParam<ProofBackend> {
   // (which sees the attempt number) to decide the result.
   void Subscribe(const std::string& name, const std::string& glob,
                  std::function<absl::Status(HandlerContext&, const Envelope&)> fail = nullptr,
-                 int max_attempts = 3) {
+                 int max_attempts = 3, const std::string& queue = "") {
     Subscription s;
     s.name = name;
     s.glob = glob;
+    s.queue = queue;
     s.lane = Lane::kDurable;
     s.options.max_attempts = max_attempts;
     s.options.lease = absl::Seconds(20);
@@ -220,12 +221,24 @@ class WorkerProofs : public ::testing::TestWithParam<ProofBackend> {
     ASSERT_TRUE(router_.Add(std::move(s)).ok());
   }
 
+  // "billing" on order.* (default queue), failing retryably while *down.
+  void SubscribeBilling(const bool* down) {
+    Subscribe(
+        "billing", "order.*",
+        [down](HandlerContext&, const Envelope&) {
+          return *down ? absl::UnavailableError("billing API 503") : absl::OkStatus();
+        },
+        100);
+  }
+
   std::unique_ptr<DurableWorker> Worker(const std::string& owner = "w1",
-                                        const std::string& queue = kQueue, int batch = 10) {
+                                        const std::string& queue = kQueue, int batch = 10,
+                                        bool default_queue = true) {
     WorkerOptions o;
     o.owner = owner;
     o.wait = absl::ZeroDuration();
     o.queue = queue;
+    o.default_queue = default_queue;
     o.batch = batch;
     return std::make_unique<DurableWorker>(env_.store.get(), env_.queue.get(), env_.inbox.get(),
                                            &router_, &clock_, o);
@@ -591,6 +604,111 @@ void MakeQueue(SqliteQueue* queue, const std::string& name, int max_receive,
   q.visibility_timeout = visibility;
   q.redrive = RedrivePolicy{kDlq, max_receive};
   ASSERT_TRUE(queue->CreateQueue(name, q).ok());
+}
+
+// Consumer queues (docs/ROUTING.md): billing fails retryably on the default queue while
+// shipping, on its own queue, completes the same tenant's later events at once; billing's
+// events wait and then complete in order.
+TEST_P(WorkerProofs, AConsumerQueueIsolatesAFailingSubscriber) {
+  MakeQueue(env_.queue.get(), "shipping.fifo", 5, kVisibility);
+  bool billing_down = true;
+  SubscribeBilling(&billing_down);
+  Subscribe("shipping", "order.*", nullptr, 3, "shipping.fifo");
+  auto billing = Worker("b", kQueue);
+  auto shipping = Worker("s", "shipping.fifo", 10, /*default_queue=*/false);
+  std::vector<Envelope> events;
+  for (int seq = 1; seq <= 3; ++seq) {
+    events.push_back(Event("t1", seq));
+    Send(events.back());  // the relay's fan-out: the event goes to both queues
+    SendTo("shipping.fifo", events.back());
+  }
+  Run(*billing);
+  Run(*shipping);
+  for (const Envelope& e : events) {
+    EXPECT_EQ(Runs(e, "shipping"), 1) << e.seq;  // not held up by billing
+    EXPECT_EQ(Runs(e, "billing"), 0) << e.seq;
+  }
+  EXPECT_EQ(Order("t1"), (std::vector<int64_t>{1, 1, 2, 3}));  // billing tried seq 1 only
+  EXPECT_EQ(env_.queue->GetAttributes("shipping.fifo")->visible, 0);
+  EXPECT_EQ(Calls("billing"), 1);
+  // Billing comes back: its events complete, in order, once; shipping does not run again.
+  billing_down = false;
+  Expire();
+  Run(*billing);
+  for (const Envelope& e : events) {
+    EXPECT_EQ(Runs(e, "billing"), 1) << e.seq;
+    EXPECT_EQ(Runs(e, "shipping"), 1) << e.seq;
+  }
+  EXPECT_EQ(Order("t1"), (std::vector<int64_t>{1, 1, 2, 3, 1, 2, 3}));
+  EXPECT_EQ(QueueDepth(), 0);
+  EXPECT_EQ(shipping->metrics().unmatched_events.load(), 0);
+  EXPECT_EQ(billing->metrics().unmatched_events.load(), 0);
+}
+
+// The same two subscribers on one shared queue: the failing one holds the tenant's group, so
+// the other's later events wait for it — the delay a consumer queue removes.
+TEST_P(WorkerProofs, OneSharedQueueMakesTheOtherSubscriberWait) {
+  bool billing_down = true;
+  SubscribeBilling(&billing_down);
+  Subscribe("shipping", "order.*");
+  auto w = Worker();
+  std::vector<Envelope> events;
+  for (int seq = 1; seq <= 3; ++seq) {
+    events.push_back(Event("t1", seq));
+    Send(events.back());
+  }
+  Run(*w);
+  EXPECT_EQ(Runs(events[0], "shipping"), 1);
+  EXPECT_EQ(Runs(events[1], "shipping"), 0);  // waits behind billing's seq 1
+  EXPECT_EQ(Runs(events[2], "shipping"), 0);
+  billing_down = false;
+  Expire();
+  Run(*w);
+  for (const Envelope& e : events) EXPECT_EQ(Runs(e, "shipping"), 1) << e.seq;
+}
+
+// Moving a subscription to another queue never runs its effect twice: the inbox is per
+// (event, subscription), whichever queue the message came from.
+TEST_P(WorkerProofs, MovingASubscriptionToAnotherQueueDoesNotRerunIt) {
+  MakeQueue(env_.queue.get(), "shipping.fifo", 5, kVisibility);
+  Subscribe("shipping", "order.*");
+  auto w = Worker();
+  Envelope e = Event("t1", 1);
+  Send(e);
+  Run(*w);
+  ASSERT_EQ(Runs(e, "shipping"), 1);
+  // Re-routed: a fresh router with shipping on its own queue; the event reaches it again (a
+  // backfill or a replay into the new queue).
+  routing::Router moved;
+  Subscription s = *router_.Find("shipping");
+  s.queue = "shipping.fifo";
+  ASSERT_TRUE(moved.Add(s).ok());
+  WorkerOptions o;
+  o.owner = "w2";
+  o.wait = absl::ZeroDuration();
+  o.queue = "shipping.fifo";
+  o.default_queue = false;
+  DurableWorker w2(env_.store.get(), env_.queue.get(), env_.inbox.get(), &moved, &clock_, o);
+  SendTo("shipping.fifo", e);
+  Run(w2);
+  EXPECT_EQ(Runs(e, "shipping"), 1);
+  EXPECT_EQ(Calls("shipping"), 1);
+  EXPECT_EQ(env_.queue->GetAttributes("shipping.fifo")->visible, 0);
+}
+
+// Unreachable is an error, never a silent bind: a worker for a queue no subscription is routed
+// to refuses to start (and says where the subscriptions are).
+TEST_P(WorkerProofs, AWorkerForAQueueWithNoSubscriptionRefusesToStart) {
+  MakeQueue(env_.queue.get(), "shipping.fifo", 5, kVisibility);
+  MakeQueue(env_.queue.get(), "email.fifo", 5, kVisibility);
+  Subscribe("shipping", "order.*", nullptr, 3, "shipping.fifo");
+  auto w = Worker("e", "email.fifo", 10, /*default_queue=*/false);
+  absl::Status s = w->Init();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(std::string(s.message()).find("email.fifo"), std::string::npos) << s;
+  EXPECT_NE(std::string(s.message()).find("shipping (shipping.fifo)"), std::string::npos) << s;
+  auto ok = Worker("s", "shipping.fifo", 10, false);
+  EXPECT_TRUE(ok->Init().ok());
 }
 
 TEST_P(WorkerProofs, ExpiredReceiptNeverStartsARunBehindALaterMessageOfTheGroup) {

@@ -10,36 +10,45 @@
 namespace outbox::sqlite_store {
 namespace {
 
-absl::Status Backfill(sqlite::Conn& c, int64_t tbl, const GlobalSecondaryIndex& g, int64_t* indexed,
-                      int64_t* left_out) {
+// Calls `f(pk, sk, item)` for every item of table `tbl`.
+template <class F>
+absl::Status ForEachItem(sqlite::Conn& c, int64_t tbl, F f) {
   auto rows = c.Prepare("SELECT pk, sk, item FROM s_items WHERE tbl = ?1");
   if (!rows.ok()) return rows.status();
   rows->Bind(1, tbl);
-  std::string hk, rk;
   while (true) {
     auto row = rows->Step();
     if (!row.ok()) return row.status();
     if (!*row) return absl::OkStatus();
     auto item = DecodeItem(rows->ColumnText(2));
     if (!item.ok()) return item.status();
-    if (!IndexKeyBlobs(g, *item, /*check_types=*/true, &hk, &rk)) {
+    if (auto s = f(std::string(rows->ColumnBlob(0)), std::string(rows->ColumnBlob(1)), *item);
+        !s.ok())
+      return s;
+  }
+}
+
+absl::Status Backfill(sqlite::Conn& c, int64_t tbl, const GlobalSecondaryIndex& g, int64_t* indexed,
+                      int64_t* left_out) {
+  std::string hk, rk;
+  return ForEachItem(c, tbl, [&](const std::string& pk, const std::string& sk, const Item& item) {
+    if (!IndexKeyBlobs(g, item, /*check_types=*/true, &hk, &rk)) {
       // Absent (sparse) or of another type: DynamoDB leaves the item out of the index too.
       auto mistyped = [&](const KeyAttribute& k) {
-        auto it = item->find(k.name);
-        return it != item->end() && it->second.type() != k.type;
+        auto it = item.find(k.name);
+        return it != item.end() && it->second.type() != k.type;
       };
       if (mistyped(g.hash_key) || (g.range_key && mistyped(*g.range_key))) ++*left_out;
-      continue;
+      return absl::OkStatus();
     }
     auto ins = c.Prepare(  // cached per connection: prepared once
         "INSERT OR REPLACE INTO s_gsi(tbl, idx, hk, rk, pk, sk) VALUES(?1,?2,?3,?4,?5,?6)");
     if (!ins.ok()) return ins.status();
-    ins->Bind(1, tbl).Bind(2, g.name).BindBlob(3, hk).BindBlob(4, rk);
-    ins->BindBlob(5, std::string(rows->ColumnBlob(0)))
-        .BindBlob(6, std::string(rows->ColumnBlob(1)));
-    if (auto s = ins->Run(); !s.ok()) return s;
+    ins->Bind(1, tbl).Bind(2, g.name).BindBlob(3, hk).BindBlob(4, rk).BindBlob(5, pk).BindBlob(6,
+                                                                                               sk);
     ++*indexed;
-  }
+    return ins->Run();
+  });
 }
 
 // Each item's expiry (the ttl column the sweeper reads) for the table's new TTL attribute.
@@ -49,25 +58,14 @@ absl::Status RecomputeTtl(sqlite::Conn& c, int64_t tbl, const std::optional<std:
     if (!clear.ok()) return clear.status();
     return clear->Bind(1, tbl).Run();
   }
-  auto rows = c.Prepare("SELECT pk, sk, item FROM s_items WHERE tbl = ?1");
-  if (!rows.ok()) return rows.status();
-  rows->Bind(1, tbl);
-  while (true) {
-    auto row = rows->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return absl::OkStatus();
-    auto item = DecodeItem(rows->ColumnText(2));
-    if (!item.ok()) return item.status();
-    auto it = item->find(*attr);
-    auto ttl = store::TtlSeconds(it == item->end() ? nullptr : &it->second);
-    if (!ttl) continue;
+  return ForEachItem(c, tbl, [&](const std::string& pk, const std::string& sk, const Item& item) {
+    auto it = item.find(*attr);
+    auto ttl = store::TtlSeconds(it == item.end() ? nullptr : &it->second);
+    if (!ttl) return absl::OkStatus();
     auto set = c.Prepare("UPDATE s_items SET ttl = ?1 WHERE tbl = ?2 AND pk = ?3 AND sk = ?4");
     if (!set.ok()) return set.status();
-    set->Bind(1, *ttl).Bind(2, tbl);
-    set->BindBlob(3, std::string(rows->ColumnBlob(0)))
-        .BindBlob(4, std::string(rows->ColumnBlob(1)));
-    if (auto s = set->Run(); !s.ok()) return s;
-  }
+    return set->Bind(1, *ttl).Bind(2, tbl).BindBlob(3, pk).BindBlob(4, sk).Run();
+  });
 }
 
 }  // namespace
