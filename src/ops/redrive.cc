@@ -98,6 +98,17 @@ std::string EventIdOfBody(const ReceivedMessage& msg) {
   return msg.dedup_id;
 }
 
+// Redrive and replay send to OpsOptions::queue (and its DLQ) only: refused, before anything is
+// written, for a subscription routed to another (consumer) queue (docs/ROUTING.md §6a).
+absl::Status OnConsumerQueue(const Subscription& s, const std::string& queue,
+                             std::string_view what) {
+  if (s.queue.empty() || s.queue == queue) return absl::OkStatus();
+  return absl::FailedPreconditionError(fmt::format(
+      "{}: subscription {} is routed to consumer queue {}, and {} by consumer queue is not "
+      "supported yet (it would re-enqueue to {}, where no worker runs {}); nothing was changed",
+      what, s.name, s.queue, what, queue, s.name));
+}
+
 }  // namespace
 
 absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
@@ -111,6 +122,13 @@ absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
   std::vector<DeadLetterRecord> picked;
   for (DeadLetterRecord& d : *listed) {
     if (d.state == "DEAD" || d.state == "REDRIVING") picked.push_back(std::move(d));
+  }
+  // Before anything is reset: a dead letter of a subscription routed to a consumer queue
+  // would be re-enqueued to the event queue, where its worker does not run.
+  for (const DeadLetterRecord& d : picked) {
+    const Subscription* sub = m.router ? m.router->Find(d.subscription) : nullptr;
+    if (sub == nullptr) continue;
+    if (auto q = OnConsumerQueue(*sub, options_.queue, "redrive"); !q.ok()) return q;
   }
   const std::vector<DeadLetterRecord>* selected = &picked;
   RedriveResult res;
@@ -351,6 +369,7 @@ absl::StatusOr<ReplayResult> Ops::Replay(const ReplayRequest& r, Progress progre
       return absl::InvalidArgumentError(fmt::format(
           "subscription {}: lane {} cannot be replayed (DURABLE only)", name, LaneName(s->lane)));
     }
+    if (auto q = OnConsumerQueue(*s, options_.queue, "replay"); !q.ok()) return q;
     chosen.push_back(s);
   }
   auto head = m.engine->ReadHead(r.tenant);

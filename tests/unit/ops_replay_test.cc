@@ -154,3 +154,38 @@ TEST_F(Replay, StatusCountsInboxStatesPerSubscription) {
 
 }  // namespace
 }  // namespace outbox::ops_test
+
+namespace outbox::ops_test {
+namespace {
+
+// Redrive and replay go to the event queue only, so for a subscription routed to a consumer
+// queue both are refused before anything is written (docs/ROUTING.md §6a).
+TEST_F(Replay, RedriveAndReplayRefuseASubscriptionOnAConsumerQueue) {
+  modes_["billing"] = Mode::kTerminal;
+  Emit("t1");
+  Relay();
+  Drain();
+  ops::DeadLetterFilter all;
+  auto before = ops_->ListDeadLetters(all);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_EQ(before->size(), 1u);
+  routing::Router routed;
+  Subscription billing = *router_.Find("billing");
+  billing.queue = "billing.fifo";
+  ASSERT_TRUE(routed.Add(billing).ok());
+  ops::Ops o(engine_.get(), store_.get(), queue_.get(), &routed, &clock_);
+  auto r = o.Redrive(all, {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_NE(std::string(r.status().message()).find("routed to consumer queue billing.fifo"),
+            std::string::npos)
+      << r.status();
+  auto after = ops_->ListDeadLetters(all);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].state, "DEAD");  // nothing was reset
+  auto p = o.Replay(Request({"billing"}));
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kFailedPrecondition) << p.status();
+}
+
+}  // namespace
+}  // namespace outbox::ops_test
