@@ -320,6 +320,17 @@ std::string Ops::Impl::DlqName() {
   return "";
 }
 
+std::string Ops::Impl::QueueOf(const Subscription* s) const {
+  return s == nullptr || s->queue.empty() ? options.queue : s->queue;
+}
+
+std::string Ops::Impl::DlqOf(const std::string& q) {
+  if (q == options.queue) return DlqName();
+  auto a = queue->GetAttributes(q);
+  if (a.ok() && a->options.redrive) return a->options.redrive->dead_letter_queue;
+  return "";
+}
+
 absl::StatusOr<QueueStatus> Ops::Impl::QueueInfo(const std::string& name, std::string* dlq_name) {
   QueueStatus q;
   q.name = name;
@@ -345,8 +356,9 @@ void Ops::Impl::Sleep(absl::Duration d) {
   std::this_thread::sleep_for(absl::ToChronoMicroseconds(d));
 }
 
-absl::Status Ops::Impl::SendEvent(const Item& event_row, const std::string& tenant,
-                                  const std::string& event_id, const std::string& tag) {
+absl::Status Ops::Impl::SendEvent(const std::string& q, const Item& event_row,
+                                  const std::string& tenant, const std::string& event_id,
+                                  const std::string& tag) {
   SendMessageRequest m;
   m.body = ddbjson::Encode(event_row).dump();
   m.group_id = tenant;
@@ -355,7 +367,7 @@ absl::Status Ops::Impl::SendEvent(const Item& event_row, const std::string& tena
   // one millisecond for the time), leaving its reset rows with nothing to run them (simulation
   // finding 7). A fresh ULID (time + 80 random bits, monotonic in this process) cannot repeat.
   m.dedup_id = fmt::format("{}-{}{}", event_id, tag, NewEventId(clock->NowMillis()));
-  auto r = queue->Send(options.queue, m);
+  auto r = queue->Send(q, m);
   return r.status();
 }
 

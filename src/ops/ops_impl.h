@@ -42,10 +42,15 @@ struct Ops::Impl {
   absl::StatusOr<std::vector<std::string>> Tenants(const std::vector<std::string>& wanted);
   absl::StatusOr<QueueStatus> QueueInfo(const std::string& name, std::string* dlq_name);
   std::string DlqName();
+  // The queue a subscription's messages go to: its consumer queue, else options.queue
+  // (docs/ROUTING.md §6a); and that queue's DLQ (DlqName for options.queue, else the
+  // queue's redrive policy; "" when it has none).
+  std::string QueueOf(const Subscription* s) const;
+  std::string DlqOf(const std::string& queue);
   void Sleep(absl::Duration d);
   // Re-enqueues one event row (body = DynamoDB JSON of the row, group = tenant)
   // with a fresh dedup id "<event_id>-<tag><now_ms>".
-  absl::Status SendEvent(const Item& event_row, const std::string& tenant,
+  absl::Status SendEvent(const std::string& queue, const Item& event_row, const std::string& tenant,
                          const std::string& event_id, const std::string& tag);
 };
 

@@ -98,17 +98,6 @@ std::string EventIdOfBody(const ReceivedMessage& msg) {
   return msg.dedup_id;
 }
 
-// Redrive and replay send to OpsOptions::queue (and its DLQ) only: refused, before anything is
-// written, for a subscription routed to another (consumer) queue (docs/ROUTING.md §6a).
-absl::Status OnConsumerQueue(const Subscription& s, const std::string& queue,
-                             std::string_view what) {
-  if (s.queue.empty() || s.queue == queue) return absl::OkStatus();
-  return absl::FailedPreconditionError(fmt::format(
-      "{}: subscription {} is routed to consumer queue {}, and {} by consumer queue is not "
-      "supported yet (it would re-enqueue to {}, where no worker runs {}); nothing was changed",
-      what, s.name, s.queue, what, queue, s.name));
-}
-
 }  // namespace
 
 absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
@@ -123,13 +112,6 @@ absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
   for (DeadLetterRecord& d : *listed) {
     if (d.state == "DEAD" || d.state == "REDRIVING") picked.push_back(std::move(d));
   }
-  // Before anything is reset: a dead letter of a subscription routed to a consumer queue
-  // would be re-enqueued to the event queue, where its worker does not run.
-  for (const DeadLetterRecord& d : picked) {
-    const Subscription* sub = m.router ? m.router->Find(d.subscription) : nullptr;
-    if (sub == nullptr) continue;
-    if (auto q = OnConsumerQueue(*sub, options_.queue, "redrive"); !q.ok()) return q;
-  }
   const std::vector<DeadLetterRecord>* selected = &picked;
   RedriveResult res;
   res.dry_run = o.dry_run;
@@ -139,13 +121,16 @@ absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
 
   // 1. Reset: inbox row claimable + dead letter REDRIVEN, one transaction each.
   struct Wanted {
+    std::string queue;  // the subscription's queue (consumer queue or OpsOptions::queue)
     std::string tenant;
     int64_t seq = 0;
     Item envelope;
     std::vector<size_t> items;    // indexes into res.items
     std::vector<size_t> letters;  // the matching indexes into *selected
   };
-  std::map<std::string, Wanted> events;  // event id -> what to re-enqueue
+  // (queue, event id) -> what to re-enqueue: an event whose letters belong to subscriptions on
+  // two consumer queues is re-enqueued once to each (docs/ROUTING.md §6a).
+  std::map<std::pair<std::string, std::string>, Wanted> events;
   for (size_t li = 0; li < selected->size(); ++li) {
     const DeadLetterRecord& d = (*selected)[li];
     RedriveItem item{d.id, "", "", ""};
@@ -198,7 +183,9 @@ absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
       }
     }
     if (item.action == "redriven" || item.action == "would_redrive" || item.action == "resumed") {
-      Wanted& w = events[d.event_id];
+      const std::string q = m.QueueOf(m.router ? m.router->Find(d.subscription) : nullptr);
+      Wanted& w = events[{q, d.event_id}];
+      w.queue = q;
       w.tenant = d.tenant;
       w.seq = d.seq;
       w.envelope = d.envelope;
@@ -242,62 +229,65 @@ absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
       }
     }
   };
-  std::set<std::string> moved;
-  const std::string dlq = m.DlqName();
-  if (!dlq.empty() && !events.empty()) {
+  std::set<std::pair<std::string, std::string>> moved;  // (queue, event id)
+  std::set<std::string> queues;
+  for (const auto& [k, w] : events) queues.insert(k.first);
+  for (const std::string& q : queues) {
+    const std::string dlq = m.DlqOf(q);
+    if (dlq.empty()) continue;
     auto attrs = m.queue->GetAttributes(dlq);
-    if (attrs.ok() && attrs->visible > 0) {
-      std::vector<std::string> ids;
-      std::vector<std::string> handles;
-      // Receive everything reachable (held in flight), pick ours, release all, move ours.
-      for (int64_t pass = 0; pass < attrs->visible + 1; ++pass) {
-        ReceiveOptions ro;
-        ro.max_messages = 10;
-        ro.wait_time = absl::ZeroDuration();
-        ro.visibility_timeout = absl::Minutes(5);
-        auto got = m.queue->Receive(dlq, ro);
-        if (!got.ok() || got->empty()) break;
-        for (const ReceivedMessage& msg : *got) {
-          handles.push_back(msg.receipt_handle);
-          std::string eid = EventIdOfBody(msg);
-          if (events.count(eid) && !moved.count(eid)) {
-            ids.push_back(msg.message_id);
-            moved.insert(eid);
-          }
-        }
-      }
-      for (const auto& h : handles) (void)m.queue->ChangeVisibility(dlq, h, absl::ZeroDuration());
-      if (!ids.empty()) {
-        MoveOptions mo;
-        mo.destination = options_.queue;
-        mo.message_ids = ids;
-        auto r = m.queue->MoveMessages(dlq, mo);
-        if (!r.ok() || r->moved != static_cast<int64_t>(ids.size())) {
-          // Unknown which moved: send them all from the log too (a duplicate
-          // delivery finds the row COMPLETED or claims once).
-          spdlog::warn(
-              "ops: redrive: DLQ move of {} message(s) incomplete ({}); sending from the event log "
-              "too",
-              ids.size(),
-              r.ok() ? fmt::format("moved {}", r->moved) : std::string(r.status().message()));
-          moved.clear();
-        } else {
-          res.from_dlq = static_cast<int64_t>(ids.size());
+    if (!attrs.ok() || attrs->visible == 0) continue;
+    std::vector<std::string> ids;
+    std::vector<std::string> handles;
+    std::set<std::pair<std::string, std::string>> picked_here;
+    // Receive everything reachable (held in flight), pick ours, release all, move ours.
+    for (int64_t pass = 0; pass < attrs->visible + 1; ++pass) {
+      ReceiveOptions ro;
+      ro.max_messages = 10;
+      ro.wait_time = absl::ZeroDuration();
+      ro.visibility_timeout = absl::Minutes(5);
+      auto got = m.queue->Receive(dlq, ro);
+      if (!got.ok() || got->empty()) break;
+      for (const ReceivedMessage& msg : *got) {
+        handles.push_back(msg.receipt_handle);
+        std::pair<std::string, std::string> k{q, EventIdOfBody(msg)};
+        if (events.count(k) && !picked_here.count(k)) {
+          ids.push_back(msg.message_id);
+          picked_here.insert(k);
         }
       }
     }
+    for (const auto& h : handles) (void)m.queue->ChangeVisibility(dlq, h, absl::ZeroDuration());
+    if (ids.empty()) continue;
+    MoveOptions mo;
+    mo.destination = q;
+    mo.message_ids = ids;
+    auto r = m.queue->MoveMessages(dlq, mo);
+    if (!r.ok() || r->moved != static_cast<int64_t>(ids.size())) {
+      // Unknown which moved: send them all from the log too (a duplicate
+      // delivery finds the row COMPLETED or claims once).
+      spdlog::warn(
+          "ops: redrive: DLQ move of {} message(s) from {} incomplete ({}); sending from the "
+          "event log too",
+          ids.size(), dlq,
+          r.ok() ? fmt::format("moved {}", r->moved) : std::string(r.status().message()));
+      continue;
+    }
+    res.from_dlq += static_cast<int64_t>(ids.size());
+    moved.insert(picked_here.begin(), picked_here.end());
   }
   // Then from the event log, in (tenant, seq) order.
   std::vector<std::pair<std::string, const Wanted*>> rest;
-  for (const auto& [eid, w] : events) {
-    if (moved.count(eid)) {
+  for (const auto& [k, w] : events) {
+    if (moved.count(k)) {
       mark(w, "dlq", "", false);
       continue;
     }
-    rest.emplace_back(eid, &w);
+    rest.emplace_back(k.second, &w);
   }
   std::sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.second->tenant, a.second->seq) < std::tie(b.second->tenant, b.second->seq);
+    return std::tie(a.second->tenant, a.second->seq, a.second->queue) <
+           std::tie(b.second->tenant, b.second->seq, b.second->queue);
   });
   bool first = true;
   for (const auto& [eid, w] : rest) {
@@ -315,7 +305,7 @@ absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
       s = absl::DataLossError(fmt::format("the log's seq {} holds event {}, not {}", w->seq,
                                           StrAttr(**row, "id"), eid));
     }
-    if (s.ok()) s = m.SendEvent(**row, w->tenant, eid, "redrive-");
+    if (s.ok()) s = m.SendEvent(w->queue, **row, w->tenant, eid, "redrive-");
     if (!s.ok()) {
       ++res.failed;
       mark(*w, "log",
@@ -369,7 +359,6 @@ absl::StatusOr<ReplayResult> Ops::Replay(const ReplayRequest& r, Progress progre
       return absl::InvalidArgumentError(fmt::format(
           "subscription {}: lane {} cannot be replayed (DURABLE only)", name, LaneName(s->lane)));
     }
-    if (auto q = OnConsumerQueue(*s, options_.queue, "replay"); !q.ok()) return q;
     chosen.push_back(s);
   }
   auto head = m.engine->ReadHead(r.tenant);
@@ -390,7 +379,7 @@ absl::StatusOr<ReplayResult> Ops::Replay(const ReplayRequest& r, Progress progre
       from = e.seq + 1;
       ++res.events;
       std::vector<const Subscription*> matched = m.router->Match(e, Lane::kDurable);
-      bool run = false;
+      std::set<std::string> run_on;  // the queues of the chosen subscriptions that will run
       for (const Subscription* s : chosen) {
         if (std::find(matched.begin(), matched.end(), s) == matched.end()) {
           ++res.not_matched;
@@ -401,19 +390,19 @@ absl::StatusOr<ReplayResult> Ops::Replay(const ReplayRequest& r, Progress progre
         if (!row.ok()) return row.status();
         if (!*row) {
           ++res.to_run;
-          run = true;
+          run_on.insert(m.QueueOf(s));
           continue;
         }
         const InboxRow& ir = **row;
         switch (ir.status) {
           case InboxStatus::kRetry:
             ++res.to_run;
-            run = true;
+            run_on.insert(m.QueueOf(s));
             break;
           case InboxStatus::kPending:
             if (ir.lease_expires_at < now) {
               ++res.to_run;
-              run = true;
+              run_on.insert(m.QueueOf(s));
             } else {
               ++res.busy;
             }
@@ -421,7 +410,7 @@ absl::StatusOr<ReplayResult> Ops::Replay(const ReplayRequest& r, Progress progre
           case InboxStatus::kDead:
             if (ir.attempts < s->options.max_attempts) {
               ++res.to_run;
-              run = true;
+              run_on.insert(m.QueueOf(s));
             } else {
               ++res.dead;
             }
@@ -445,16 +434,20 @@ absl::StatusOr<ReplayResult> Ops::Replay(const ReplayRequest& r, Progress progre
             }
             ++res.reset_completed;
             ++res.to_run;
-            run = true;
+            run_on.insert(m.QueueOf(s));
             break;
         }
       }
-      if (run) {
+      if (!run_on.empty()) {
         if (!r.dry_run) {
           if (!first_send && r.max_per_second > 0) m.Sleep(absl::Seconds(1.0 / r.max_per_second));
           first_send = false;
-          absl::Status s = m.SendEvent(EnvelopeToItem(e), e.tenant, e.id, "replay-");
-          if (!s.ok()) return s;
+          // Once to each queue a chosen subscription that runs is routed to: only there, so a
+          // backfill into a new consumer queue leaves the other queues alone.
+          for (const std::string& q : run_on) {
+            absl::Status s = m.SendEvent(q, EnvelopeToItem(e), e.tenant, e.id, "replay-");
+            if (!s.ok()) return s;
+          }
         }
         ++res.enqueued;
       }

@@ -158,9 +158,14 @@ TEST_F(Replay, StatusCountsInboxStatesPerSubscription) {
 namespace outbox::ops_test {
 namespace {
 
-// Redrive and replay go to the event queue only, so for a subscription routed to a consumer
-// queue both are refused before anything is written (docs/ROUTING.md §6a).
-TEST_F(Replay, RedriveAndReplayRefuseASubscriptionOnAConsumerQueue) {
+// Redrive and replay of a subscription routed to a consumer queue send to that queue (its
+// dead letter is sent from the log when its message is not in that queue's DLQ), never to the
+// event queue, where no worker runs it (docs/ROUTING.md §6a).
+TEST_F(Replay, RedriveAndReplayGoToTheSubscriptionsConsumerQueue) {
+  const std::string kBilling = "billing.fifo";
+  QueueOptions q;
+  q.fifo = true;
+  ASSERT_TRUE(queue_->CreateQueue(kBilling, q).ok());
   modes_["billing"] = Mode::kTerminal;
   Emit("t1");
   Relay();
@@ -171,20 +176,30 @@ TEST_F(Replay, RedriveAndReplayRefuseASubscriptionOnAConsumerQueue) {
   ASSERT_EQ(before->size(), 1u);
   routing::Router routed;
   Subscription billing = *router_.Find("billing");
-  billing.queue = "billing.fifo";
+  billing.queue = kBilling;
   ASSERT_TRUE(routed.Add(billing).ok());
   ops::Ops o(engine_.get(), store_.get(), queue_.get(), &routed, &clock_);
   auto r = o.Redrive(all, {});
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
-  EXPECT_NE(std::string(r.status().message()).find("routed to consumer queue billing.fifo"),
-            std::string::npos)
-      << r.status();
-  auto after = ops_->ListDeadLetters(all);
-  ASSERT_TRUE(after.ok());
-  ASSERT_EQ(after->size(), 1u);
-  EXPECT_EQ((*after)[0].state, "DEAD");  // nothing was reset
-  auto p = o.Replay(Request({"billing"}));
-  EXPECT_EQ(p.status().code(), absl::StatusCode::kFailedPrecondition) << p.status();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->reset, 1);
+  EXPECT_EQ(r->events, 1);
+  EXPECT_EQ(r->from_log, 1);  // the event queue's DLQ message is not billing.fifo's
+  EXPECT_EQ(Depth(kBilling), 1);
+  EXPECT_EQ(Depth(kQueue), 0);
+
+  // Replay for the consumer-queue subscription: the three completed rows skip; --force
+  // re-enqueues them to billing.fifo only.
+  ReplayRequest rr = Request({"billing"});
+  auto p = o.Replay(rr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->enqueued, 1);  // the redriven (RETRY) row of the fourth event
+  EXPECT_EQ(p->skipped_completed, 3);
+  rr.force = true;
+  p = o.Replay(rr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->enqueued, 4);
+  EXPECT_EQ(Depth(kBilling), 6);
+  EXPECT_EQ(Depth(kQueue), 0);
 }
 
 }  // namespace
