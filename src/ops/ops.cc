@@ -313,19 +313,14 @@ absl::StatusOr<std::vector<std::string>> Ops::Impl::Tenants(
   return engine->ListTenants();
 }
 
-std::string Ops::Impl::DlqName() {
-  if (!options.dlq.empty()) return options.dlq;
-  auto a = queue->GetAttributes(options.queue);
-  if (a.ok() && a->options.redrive) return a->options.redrive->dead_letter_queue;
-  return "";
-}
+std::string Ops::Impl::DlqName() { return DlqOf(options.queue); }
 
 std::string Ops::Impl::QueueOf(const Subscription* s) const {
   return s == nullptr || s->queue.empty() ? options.queue : s->queue;
 }
 
 std::string Ops::Impl::DlqOf(const std::string& q) {
-  if (q == options.queue) return DlqName();
+  if (q == options.queue && !options.dlq.empty()) return options.dlq;
   auto a = queue->GetAttributes(q);
   if (a.ok() && a->options.redrive) return a->options.redrive->dead_letter_queue;
   return "";

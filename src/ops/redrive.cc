@@ -381,6 +381,10 @@ absl::StatusOr<ReplayResult> Ops::Replay(const ReplayRequest& r, Progress progre
       std::vector<const Subscription*> matched = m.router->Match(e, Lane::kDurable);
       std::set<std::string> run_on;  // the queues of the chosen subscriptions that will run
       for (const Subscription* s : chosen) {
+        auto will_run = [&] {
+          ++res.to_run;
+          run_on.insert(m.QueueOf(s));
+        };
         if (std::find(matched.begin(), matched.end(), s) == matched.end()) {
           ++res.not_matched;
           continue;
@@ -389,28 +393,24 @@ absl::StatusOr<ReplayResult> Ops::Replay(const ReplayRequest& r, Progress progre
         auto row = m.inbox.Get(key);
         if (!row.ok()) return row.status();
         if (!*row) {
-          ++res.to_run;
-          run_on.insert(m.QueueOf(s));
+          will_run();
           continue;
         }
         const InboxRow& ir = **row;
         switch (ir.status) {
           case InboxStatus::kRetry:
-            ++res.to_run;
-            run_on.insert(m.QueueOf(s));
+            will_run();
             break;
           case InboxStatus::kPending:
             if (ir.lease_expires_at < now) {
-              ++res.to_run;
-              run_on.insert(m.QueueOf(s));
+              will_run();
             } else {
               ++res.busy;
             }
             break;
           case InboxStatus::kDead:
             if (ir.attempts < s->options.max_attempts) {
-              ++res.to_run;
-              run_on.insert(m.QueueOf(s));
+              will_run();
             } else {
               ++res.dead;
             }
@@ -433,8 +433,7 @@ absl::StatusOr<ReplayResult> Ops::Replay(const ReplayRequest& r, Progress progre
               }
             }
             ++res.reset_completed;
-            ++res.to_run;
-            run_on.insert(m.QueueOf(s));
+            will_run();
             break;
         }
       }
