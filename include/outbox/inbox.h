@@ -119,8 +119,10 @@ class Inbox {
   // DEAD plus the tenant-scoped dead-letter row, in one transaction. A
   // terminal error sets attempts to max_attempts (a stray redelivery must not
   // rerun it); `terminal=false` (last receive / last attempt) keeps the count.
+  // `queue`: the queue the message died on, kept in the letter (redrive sends there when no
+  // routing says otherwise); empty: not recorded.
   absl::Status MarkDead(const InboxKey& key, int64_t token, const std::string& error, bool terminal,
-                        int max_attempts, const Item& envelope_item);
+                        int max_attempts, const Item& envelope_item, const std::string& queue = "");
 
   absl::StatusOr<std::optional<InboxRow>> Get(const InboxKey& key);
   // Store key of the inbox row.

@@ -161,6 +161,11 @@ struct DeadLetterFilter {
   // empty: any. Selects individual letters (the console's selection) where
   // tenants x subscriptions x event_ids would select a cross product.
   std::vector<std::string> ids;
+  // Queues (docs/ROUTING.md §6a): only letters of subscriptions routed to one of these — a
+  // consumer queue's name, or OpsOptions::queue for the subscriptions of the event queue.
+  // Empty: any. A letter's queue is its subscription's routing when the router has it, else
+  // the queue it died on (DeadLetterRecord::queue), else OpsOptions::queue.
+  std::vector<std::string> queues;
   std::optional<absl::Time> since;  // dead_at >= since
   std::optional<absl::Time> until;  // dead_at < until
   enum class State { kDead, kRedriven, kAny };
@@ -173,6 +178,7 @@ struct DeadLetterFilter {
 struct DeadLetterRecord {
   std::string id;  // "<tenant>/<event_id>:<subscription>" (GetDeadLetter's key)
   std::string tenant, event_id, subscription;
+  std::string queue;  // the queue it died on ("" in letters recorded before it was kept)
   std::string event_type, correlation_id;
   int64_t seq = 0;
   absl::Time occurred_at;
@@ -269,7 +275,7 @@ struct RedriveResult {
   int64_t selected = 0;  // dead letters matching the selection
   int64_t reset = 0;  // inbox rows made claimable (+ dead letters marked REDRIVING, then REDRIVEN)
   int64_t resumed = 0;   // REDRIVING letters of an interrupted redrive, re-enqueued now
-  int64_t events = 0;    // distinct events re-enqueued
+  int64_t events = 0;    // (queue, event) re-enqueues: an event once per queue it went to
   int64_t from_dlq = 0;  // ... moved from the DLQ
   int64_t from_log = 0;  // ... sent from the event log with a fresh dedup id
   int64_t skipped = 0;   // e.g. the inbox row is no longer DEAD
@@ -282,8 +288,12 @@ struct ReplayRequest {
   std::string tenant;
   int64_t from_seq = 1;
   int64_t to_seq = 0;                      // 0: the head's last seq
-  std::vector<std::string> subscriptions;  // required: DURABLE subscriptions of the router
-  bool force = false;                      // reset COMPLETED rows (history kept) so they run again
+  std::vector<std::string> subscriptions;  // DURABLE subscriptions of the router
+  // A queue (docs/ROUTING.md §6a): a consumer queue's name, or OpsOptions::queue. Alone, it
+  // chooses every DURABLE subscription routed to it (the backfill of a queue just added);
+  // with `subscriptions`, each must be routed to it. One of the two is required.
+  std::string queue;
+  bool force = false;  // reset COMPLETED rows (history kept) so they run again
   bool dry_run = false;
   double max_per_second = 0;  // events per second; 0 = no limit
   absl::Status Validate() const;

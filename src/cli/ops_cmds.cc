@@ -30,7 +30,10 @@ struct Common {
   StoreFlags store;  // --store dynamodb: the store in DynamoDB, the queue in --db
   std::string config;
   std::string queue = ops::OpsOptions{}.queue;
+  CLI::Option* queue_flag = nullptr;
   std::string output = "table";
+  // --queue given: dead-letters, redrive and replay select what is routed to it.
+  bool QueueGiven() const { return queue_flag != nullptr && queue_flag->count() > 0; }
 };
 
 void AddCommon(CLI::App* c, Common* a, bool config) {
@@ -39,7 +42,11 @@ void AddCommon(CLI::App* c, Common* a, bool config) {
       "SQLite file (required): the store and the queue; with --store dynamodb only the queue");
   AddStoreAndQueueFlags(c, &a->store);
   if (config) c->add_option("--config", a->config, "outbox.toml with [[subscriptions]]");
-  c->add_option("--queue", a->queue, "The FIFO event queue")->capture_default_str();
+  a->queue_flag =
+      c->add_option("--queue", a->queue,
+                    "The FIFO event queue, or a consumer queue ([[queues]] of --config). Given, "
+                    "dead-letters, redrive and replay select only what is routed to it")
+          ->capture_default_str();
   c->add_option("-o,--output", a->output, "Output format")
       ->check(CLI::IsMember({"json", "table"}))
       ->capture_default_str();
@@ -79,14 +86,18 @@ std::optional<Session> OpenSession(const Common& a, int* code) {
   }
   Session s;
   std::vector<std::string> consumer_queues;  // [[queues]] of the config, reported too
+  std::string event_queue = a.queue;
   if (!a.config.empty()) {
     auto cfg = LoadCatalogToml(a.config);
     if (!cfg.ok()) {
       *code = Error(kExitUsage, "config", cfg.status());
       return std::nullopt;
     }
+    // A consumer queue named by --queue is a selection; the event queue stays the default.
     for (const ConsumerQueue& q : cfg->queues)
-      if (q.name != a.queue) consumer_queues.push_back(q.name);
+      if (q.name == a.queue) event_queue = ops::OpsOptions{}.queue;
+    for (const ConsumerQueue& q : cfg->queues)
+      if (q.name != event_queue) consumer_queues.push_back(q.name);
     s.router = std::make_unique<routing::Router>();
     for (Subscription sub : cfg->subscriptions) {
       if (auto st = s.router->Add(std::move(sub)); !st.ok()) {
@@ -102,7 +113,7 @@ std::optional<Session> OpenSession(const Common& a, int* code) {
   }
   s.e = *std::move(e);
   ops::OpsOptions oo;
-  oo.queue = a.queue;
+  oo.queue = event_queue;
   oo.consumer_queues = std::move(consumer_queues);
   s.ops = std::make_unique<ops::Ops>(s.e.engine.get(), s.e.store.get(), s.e.queue.get(),
                                      s.router.get(), Clock::Real(), oo);
@@ -158,8 +169,9 @@ void AddSelection(CLI::App* c, Selection* s, bool with_state) {
   }
 }
 
-absl::StatusOr<ops::DeadLetterFilter> ToFilter(const Selection& s) {
+absl::StatusOr<ops::DeadLetterFilter> ToFilter(const Selection& s, const Common& a) {
   ops::DeadLetterFilter f;
+  if (a.QueueGiven()) f.queues = {a.queue};
   f.tenants = s.tenants;
   f.subscriptions = s.subscriptions;
   f.event_ids = s.event_ids;
@@ -265,12 +277,12 @@ void AddDeadLetters(CLI::App& app) {
       Selection sel;
     };
     auto a = std::make_shared<Args>();
-    AddCommon(c, a.get(), false);
+    AddCommon(c, a.get(), true);
     AddSelection(c, &a->sel, true);
     a->sel.limit = 100;
     c->add_option("--limit", a->sel.limit, "At most this many (0: all)")->capture_default_str();
     c->callback([a] {
-      auto f = ToFilter(a->sel);
+      auto f = ToFilter(a->sel, *a);
       if (!f.ok()) return void(ExitCode() = Error(kExitUsage, "selection", f.status()));
       auto s = Open(*a);
       if (!s) return;
@@ -335,10 +347,10 @@ void AddDeadLetters(CLI::App& app) {
       Selection sel;
     };
     auto a = std::make_shared<Args>();
-    AddCommon(c, a.get(), false);
+    AddCommon(c, a.get(), true);
     AddSelection(c, &a->sel, true);
     c->callback([a] {
-      auto f = ToFilter(a->sel);
+      auto f = ToFilter(a->sel, *a);
       if (!f.ok()) return void(ExitCode() = Error(kExitUsage, "selection", f.status()));
       auto s = Open(*a);
       if (!s) return;
@@ -401,7 +413,7 @@ void AddRedrive(CLI::App& app) {
     double rate = 0;
   };
   auto a = std::make_shared<Args>();
-  AddCommon(c, a.get(), false);
+  AddCommon(c, a.get(), true);
   AddSelection(c, &a->sel, false);
   c->add_flag("--all", a->all, "Every dead letter (required when no other selection is given)");
   c->add_flag("--dry-run", a->dry_run, "Show what would be redriven; change nothing");
@@ -409,11 +421,11 @@ void AddRedrive(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   c->callback([a] {
-    auto f = ToFilter(a->sel);
+    auto f = ToFilter(a->sel, *a);
     if (!f.ok()) return void(ExitCode() = Error(kExitUsage, "selection", f.status()));
     if (f->empty() && !a->all) {
       std::cerr << "error: redrive: give a selection (--tenant, --subscription, --event-id, "
-                   "--since, --until) "
+                   "--queue, --since, --until) "
                    "or --all\n";
       return void(ExitCode() = kExitUsage);
     }
@@ -455,8 +467,9 @@ void AddReplay(CLI::App& app) {
   c->add_option("--from", a->r.from_seq, "First seq")->capture_default_str();
   c->add_option("--to", a->r.to_seq, "Last seq (0: the head)")->capture_default_str();
   c->add_option("--subscription", a->r.subscriptions,
-                "DURABLE subscription to replay for (repeatable)")
-      ->required();
+                "DURABLE subscription to replay for (repeatable; with --queue, each must be "
+                "routed to it; without, --queue chooses every one routed to it)");
+
   c->add_flag("--force", a->r.force, "Reset COMPLETED rows first so their handlers run again");
   c->add_flag("--dry-run", a->r.dry_run, "Count what would run; change nothing");
   c->add_option("--rate", a->r.max_per_second, "Events per second at most (0: no limit)")
@@ -467,6 +480,7 @@ void AddReplay(CLI::App& app) {
       std::cerr << "error: replay: --config is required (the subscriptions decide what matches)\n";
       return void(ExitCode() = kExitUsage);
     }
+    if (a->QueueGiven()) a->r.queue = a->queue;
     if (auto st = a->r.Validate(); !st.ok())
       return void(ExitCode() = Error(kExitUsage, "replay", st));
     auto s = Open(*a);

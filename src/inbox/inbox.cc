@@ -248,7 +248,8 @@ absl::Status Inbox::Release(const InboxKey& key, int64_t token, const std::strin
 }
 
 absl::Status Inbox::MarkDead(const InboxKey& key, int64_t token, const std::string& error,
-                             bool terminal, int max_attempts, const Item& envelope_item) {
+                             bool terminal, int max_attempts, const Item& envelope_item,
+                             const std::string& queue) {
   absl::Time now = clock_->Now();
   TransactWriteRequest req;
   TransactWriteItem dead;
@@ -284,6 +285,7 @@ absl::Status Inbox::MarkDead(const InboxKey& key, int64_t token, const std::stri
   row["terminal"] = Value::Bool(terminal);
   row["dead_at"] = N(absl::ToUnixMillis(now));
   row["state"] = S("DEAD");
+  if (!queue.empty()) row["queue"] = S(queue);
   req.items.push_back(TransactWriteItem::Put(options_.dead_letters_table, std::move(row)));
   absl::Status s = store_->TransactWriteItems(req);
   if (!s.ok() && DdbErrorName(s) == ddb_error::kTransactionCanceled) {

@@ -41,6 +41,7 @@ DeadLetterRecord DeadLetterFromItem(const Item& item) {
   d.tenant = StrAttr(item, "tenant");
   d.event_id = StrAttr(item, "event_id");
   d.subscription = StrAttr(item, "subscription");
+  d.queue = StrAttr(item, "queue");
   d.id = d.tenant + "/" + d.event_id + ":" + d.subscription;
   d.error = StrAttr(item, "error");
   d.attempts = static_cast<int>(IntAttr(item, "attempts"));
@@ -91,6 +92,11 @@ absl::Status DeadLetterFilter::Validate() const {
   for (const auto& s : subscriptions) {
     if (s.empty()) return absl::InvalidArgumentError("subscription: must not be empty");
   }
+  for (const auto& q : queues) {
+    if (q.empty() || q.size() > 80)
+      return absl::InvalidArgumentError(
+          fmt::format("queue: 1..80 characters (an SQS queue name), got {}", q.size()));
+  }
   for (const auto& e : event_ids) {
     if (e.empty() || e.size() > 128)
       return absl::InvalidArgumentError("event id: 1..128 characters");
@@ -110,8 +116,8 @@ absl::Status DeadLetterFilter::Validate() const {
 }
 
 bool DeadLetterFilter::empty() const {
-  return tenants.empty() && subscriptions.empty() && event_ids.empty() && ids.empty() && !since &&
-         !until;
+  return tenants.empty() && subscriptions.empty() && event_ids.empty() && ids.empty() &&
+         queues.empty() && !since && !until;
 }
 
 // ---- JSON ------------------------------------------------------------------------------
@@ -196,6 +202,7 @@ nlohmann::json DeadLetterRecord::ToJson(bool full) const {
                       {"tenant", tenant},
                       {"event_id", event_id},
                       {"subscription", subscription},
+                      {"queue", queue},
                       {"event_type", event_type},
                       {"seq", seq},
                       {"correlation_id", correlation_id},
@@ -317,6 +324,12 @@ std::string Ops::Impl::DlqName() { return DlqOf(options.queue); }
 
 std::string Ops::Impl::QueueOf(const Subscription* s) const {
   return s == nullptr || s->queue.empty() ? options.queue : s->queue;
+}
+
+std::string Ops::Impl::QueueOfLetter(const DeadLetterRecord& d) const {
+  const Subscription* s = router ? router->Find(d.subscription) : nullptr;
+  if (s != nullptr || d.queue.empty()) return QueueOf(s);
+  return d.queue;
 }
 
 std::string Ops::Impl::DlqOf(const std::string& q) {
@@ -599,6 +612,10 @@ absl::StatusOr<std::vector<DeadLetterRecord>> Ops::ListDeadLetters(const DeadLet
     for (const Item& i : *items) {
       DeadLetterRecord d = DeadLetterFromItem(i);
       if (!Matches(f, d)) continue;
+      if (!f.queues.empty()) {
+        const std::string q = impl_->QueueOfLetter(d);
+        if (std::find(f.queues.begin(), f.queues.end(), q) == f.queues.end()) continue;
+      }
       out.push_back(std::move(d));
     }
   }

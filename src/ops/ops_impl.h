@@ -46,6 +46,9 @@ struct Ops::Impl {
   // (docs/ROUTING.md §6a); and that queue's DLQ (DlqName for options.queue, else the
   // queue's redrive policy; "" when it has none).
   std::string QueueOf(const Subscription* s) const;
+  // A dead letter's queue: its subscription's routing when the router has it, else the queue
+  // it died on, else options.queue.
+  std::string QueueOfLetter(const DeadLetterRecord& d) const;
   std::string DlqOf(const std::string& queue);
   void Sleep(absl::Duration d);
   // Re-enqueues one event row (body = DynamoDB JSON of the row, group = tenant)

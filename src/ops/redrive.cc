@@ -183,7 +183,7 @@ absl::StatusOr<RedriveResult> Ops::Redrive(const DeadLetterFilter& selection,
       }
     }
     if (item.action == "redriven" || item.action == "would_redrive" || item.action == "resumed") {
-      const std::string q = m.QueueOf(m.router ? m.router->Find(d.subscription) : nullptr);
+      const std::string q = m.QueueOfLetter(d);
       Wanted& w = events[{q, d.event_id}];
       w.queue = q;
       w.tenant = d.tenant;
@@ -338,8 +338,12 @@ absl::Status ReplayRequest::Validate() const {
     return absl::InvalidArgumentError(
         fmt::format("to: must be >= from ({}), got {}", from_seq, to_seq));
   }
-  if (subscriptions.empty())
-    return absl::InvalidArgumentError("subscriptions: at least one is required");
+  if (subscriptions.empty() && queue.empty())
+    return absl::InvalidArgumentError(
+        "subscriptions: at least one is required (or a queue: every subscription routed to it)");
+  if (queue.size() > 80)
+    return absl::InvalidArgumentError(
+        fmt::format("queue: 1..80 characters (an SQS queue name), got {}", queue.size()));
   if (max_per_second < 0) return absl::InvalidArgumentError("max_per_second: must be >= 0");
   return absl::OkStatus();
 }
@@ -359,7 +363,29 @@ absl::StatusOr<ReplayResult> Ops::Replay(const ReplayRequest& r, Progress progre
       return absl::InvalidArgumentError(fmt::format(
           "subscription {}: lane {} cannot be replayed (DURABLE only)", name, LaneName(s->lane)));
     }
+    if (!r.queue.empty() && m.QueueOf(s) != r.queue) {
+      return absl::InvalidArgumentError(
+          fmt::format("subscription {}: routed to queue {}, not {}", name, m.QueueOf(s), r.queue));
+    }
     chosen.push_back(s);
+  }
+  if (!r.queue.empty()) {
+    auto a = m.queue->GetAttributes(r.queue);
+    if (!a.ok()) {
+      return a.status().code() == absl::StatusCode::kNotFound
+                 ? absl::InvalidArgumentError(fmt::format(
+                       "queue {}: no such queue (a [[queues]] name or the event queue)", r.queue))
+                 : a.status();
+    }
+  }
+  if (r.subscriptions.empty()) {
+    for (const Subscription* s : m.router->All()) {
+      if (s->lane == Lane::kDurable && m.QueueOf(s) == r.queue) chosen.push_back(s);
+    }
+    if (chosen.empty()) {
+      return absl::InvalidArgumentError(
+          fmt::format("queue {}: no DURABLE subscription is routed to it", r.queue));
+    }
   }
   auto head = m.engine->ReadHead(r.tenant);
   if (!head.ok()) return head.status();

@@ -163,6 +163,7 @@ void AddOpsRoutes(httplib::Server& http, ops::Ops* o, const metrics::Registry* r
     f.tenants = ListParam(req, "tenant");
     f.subscriptions = ListParam(req, "subscription");
     f.event_ids = ListParam(req, "event_id");
+    f.queues = ListParam(req, "queue");
     int64_t limit = 100;
     if (!IntParam(req, res, "limit", 1, 10000, &limit)) return;
     f.limit = limit;
@@ -191,13 +192,14 @@ void AddOpsRoutes(httplib::Server& http, ops::Ops* o, const metrics::Registry* r
       return ErrorReply(res, 400, "invalid_argument", "body: must be a JSON object", "body");
     }
     for (auto it = body.begin(); it != body.end(); ++it) {
-      static const std::vector<std::string> kKnown = {"tenants", "subscriptions", "event_ids",
-                                                      "ids",     "all",           "dry_run"};
+      static const std::vector<std::string> kKnown = {
+          "tenants", "subscriptions", "event_ids", "ids", "queues", "all", "dry_run"};
       if (std::find(kKnown.begin(), kKnown.end(), it.key()) == kKnown.end()) {
         return ErrorReply(
             res, 400, "invalid_argument",
             fmt::format(
-                "{}: unknown field; expected tenants, subscriptions, event_ids, ids, all, dry_run",
+                "{}: unknown field; expected tenants, subscriptions, event_ids, ids, queues, all, "
+                "dry_run",
                 it.key()),
             it.key());
       }
@@ -206,7 +208,7 @@ void AddOpsRoutes(httplib::Server& http, ops::Ops* o, const metrics::Registry* r
     if (!StringList(body, "tenants", &sel.tenants, res) ||
         !StringList(body, "subscriptions", &sel.subscriptions, res) ||
         !StringList(body, "event_ids", &sel.event_ids, res) ||
-        !StringList(body, "ids", &sel.ids, res)) {
+        !StringList(body, "ids", &sel.ids, res) || !StringList(body, "queues", &sel.queues, res)) {
       return;
     }
     for (const char* flag : {"all", "dry_run"}) {
@@ -219,7 +221,8 @@ void AddOpsRoutes(httplib::Server& http, ops::Ops* o, const metrics::Registry* r
     if (sel.empty() && !all) {
       return ErrorReply(
           res, 400, "invalid_argument",
-          "selection: give tenants, subscriptions, event_ids or ids, or \"all\": true to redrive "
+          "selection: give tenants, subscriptions, event_ids, ids or queues, or \"all\": true to "
+          "redrive "
           "every dead letter",
           "all");
     }

@@ -346,8 +346,8 @@ bool DurableWorker::Impl::Fail(const ReceivedMessage& m, const Envelope& e, cons
   const bool last_attempt = claim.attempt >= sub.options.max_attempts;
   const std::string text = ErrorText(error);
   if (terminal || last_receive || last_attempt) {
-    absl::Status s =
-        inbox->MarkDead(key, claim.token, text, terminal, sub.options.max_attempts, item);
+    absl::Status s = inbox->MarkDead(key, claim.token, text, terminal, sub.options.max_attempts,
+                                     item, options.queue);
     if (!s.ok()) {
       (s.code() == absl::StatusCode::kFailedPrecondition ? metrics.lease_lost : metrics.errors)++;
       spdlog::error("worker: mark dead failed tenant={} event={} subscription={} attempt={}: {}",

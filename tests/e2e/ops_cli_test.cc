@@ -135,6 +135,74 @@ TEST_F(OpsCli, FindReadRedriveAndSeeItComplete) {
   EXPECT_EQ(Json(Outbox("poison list" + Db() + " -o json")).size(), 0u);
 }
 
+// Consumer queues (docs/ROUTING.md §6a): --queue selects what is routed to it. Two
+// subscriptions die on the same event, one on the event queue, one on shipping.fifo;
+// dead-letters and redrive --queue shipping.fifo touch only ship's letter and send it to
+// shipping.fifo, where the shipping worker completes it; replay --queue backfills only there.
+TEST_F(OpsCli, QueueSelectsDeadLettersRedriveAndReplayOfAConsumerQueue) {
+  std::ofstream(config_) << outbox::testing_support::kOrderPlacedConfig
+                         << "\n[[subscriptions]]\nname = \"ship\"\nglob = \"order.*\"\n"
+                            "lane = \"DURABLE\"\nqueue = \"shipping.fifo\"\n\n"
+                            "[[queues]]\nname = \"shipping.fifo\"\n";
+  const std::string cfg = " --config " + config_;
+  ASSERT_EQ(Outbox("emit" + Db() + " --tenant t1 --type order.placed").code, 0);
+  ASSERT_EQ(Outbox("relay" + Db() + cfg + " --once").code, 0);
+  ASSERT_EQ(Outbox("worker" + Db() + cfg + " --once --handler notify-buyer=fail-terminal").code, 0);
+  ASSERT_EQ(
+      Outbox("worker" + Db() + cfg + " --queue shipping.fifo --once --handler ship=fail-terminal")
+          .code,
+      0);
+  EXPECT_EQ(Outbox("dead-letters count" + Db()).out, "2\n");
+
+  CmdResult list = Outbox("dead-letters list --queue shipping.fifo" + Db() + cfg + " -o json");
+  ASSERT_EQ(list.code, 0) << list.out;
+  nlohmann::json lj = Json(list);
+  ASSERT_EQ(lj.size(), 1u) << lj;
+  EXPECT_EQ(lj[0]["subscription"], "ship");
+  EXPECT_EQ(lj[0]["queue"], "shipping.fifo");
+  const std::string event_id = lj[0]["event_id"];
+  // Without --config the letter's own queue (the one it died on) selects it.
+  EXPECT_EQ(Outbox("dead-letters count --queue shipping.fifo" + Db()).out, "1\n");
+  EXPECT_EQ(Outbox("dead-letters count --queue outbox-events.fifo" + Db() + cfg).out, "1\n");
+
+  CmdResult rd = Outbox("redrive --queue shipping.fifo" + Db() + cfg + " -o json");
+  ASSERT_EQ(rd.code, 0) << rd.out;
+  EXPECT_EQ(Json(rd)["reset"], 1);
+  EXPECT_EQ(Outbox("dead-letters count" + Db()).out, "1\n");  // notify-buyer's is still DEAD
+  // The shipping worker runs the redriven message; the event queue has nothing for it.
+  ASSERT_EQ(Outbox("worker" + Db() + cfg + " --once").code, 0);
+  CmdResult in = Outbox("inbox show " + event_id + ":ship" + Db() + " -o json");
+  EXPECT_EQ(Json(in)["status"], "RETRY") << in.out;
+  ASSERT_EQ(Outbox("worker" + Db() + cfg + " --queue shipping.fifo --once").code, 0);
+  in = Outbox("inbox show " + event_id + ":ship" + Db() + " -o json");
+  EXPECT_EQ(Json(in)["status"], "COMPLETED") << in.out;
+  in = Outbox("inbox show " + event_id + ":notify-buyer" + Db() + " -o json");
+  EXPECT_EQ(Json(in)["status"], "DEAD") << in.out;
+
+  // replay --queue alone: every subscription routed there (ship), completed rows skip.
+  CmdResult rp =
+      Outbox("replay --tenant t1 --queue shipping.fifo --force" + cfg + Db() + " -o json");
+  ASSERT_EQ(rp.code, 0) << rp.out;
+  EXPECT_EQ(Json(rp)["reset_completed"], 1);
+  EXPECT_EQ(Json(rp)["enqueued"], 1);
+  ASSERT_EQ(Outbox("worker" + Db() + cfg + " --queue shipping.fifo --once").code, 0);
+  in = Outbox("inbox show " + event_id + ":ship" + Db() + " -o json");
+  EXPECT_EQ(Json(in)["status"], "COMPLETED") << in.out;
+  // A subscription routed elsewhere, and a queue nothing is routed to, are refused.
+  CmdResult bad = outbox::testing_support::RunOutbox(
+      "replay --tenant t1 --queue shipping.fifo --subscription notify-buyer" + cfg + Db(),
+      outbox::testing_support::Stderr::kMerge);
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("subscription notify-buyer: routed to queue outbox-events.fifo, not "
+                         "shipping.fifo"),
+            std::string::npos)
+      << bad.out;
+  bad = outbox::testing_support::RunOutbox("replay --tenant t1 --queue nobody.fifo" + cfg + Db(),
+                                           outbox::testing_support::Stderr::kMerge);
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("queue nobody.fifo: no such queue"), std::string::npos) << bad.out;
+}
+
 // Retention as a user runs it: remove what is settled behind an anchor,
 // archive it, and check both the log and the archive afterwards.
 TEST_F(OpsCli, RetentionArchivesAndTheChainAndTheArchiveStillVerify) {

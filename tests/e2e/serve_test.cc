@@ -702,6 +702,19 @@ TEST_F(Serve, ConsumerQueuesEachGetEveryEventOnce) {
   ASSERT_TRUE(m);
   EXPECT_THAT(m->body, HasSubstr("outbox_queue_depth{queue=\"shipping.fifo\"}"));
   EXPECT_THAT(m->body, HasSubstr("outbox_dlq_depth{queue=\"shipping-dlq.fifo\"}"));
+  // The ops API selects by queue too: nothing died, a bad queue name is refused by name.
+  auto dl = c.Get("/ops/dead-letters?queue=shipping.fifo");
+  ASSERT_TRUE(dl);
+  EXPECT_EQ(dl->status, 200) << dl->body;
+  EXPECT_THAT(dl->body, HasSubstr("\"count\":0"));
+  auto rd =
+      c.Post("/ops/redrive", R"({"queues":["shipping.fifo"],"dry_run":true})", "application/json");
+  ASSERT_TRUE(rd);
+  EXPECT_EQ(rd->status, 200) << rd->body;
+  rd = c.Post("/ops/redrive", R"({"queues":[""]})", "application/json");
+  ASSERT_TRUE(rd);
+  EXPECT_EQ(rd->status, 400) << rd->body;
+  EXPECT_THAT(rd->body, HasSubstr("queue: 1..80 characters"));
   EXPECT_EQ(server.Kill(SIGTERM), 0) << Log();
 
   std::string bad = WriteConfig(

@@ -202,5 +202,128 @@ TEST_F(Replay, RedriveAndReplayGoToTheSubscriptionsConsumerQueue) {
   EXPECT_EQ(Depth(kQueue), 0);
 }
 
+// --queue selects by routing (docs/ROUTING.md §6a): a replay for a queue runs every DURABLE
+// subscription routed to it; dead letters and redrive select the letters of the subscriptions
+// routed to it. A queue no subscription uses, or a subscription routed elsewhere, is refused
+// before anything is written, naming both.
+TEST_F(Replay, QueueSelectsTheSubscriptionsRoutedToIt) {
+  const std::string kBilling = "billing.fifo";
+  QueueOptions q;
+  q.fifo = true;
+  ASSERT_TRUE(queue_->CreateQueue(kBilling, q).ok());
+  Subscribe("audit");
+  modes_["billing"] = Mode::kTerminal;
+  modes_["audit"] = Mode::kTerminal;
+  const Envelope dead = Emit("t1");
+  Relay();
+  Drain();
+  ASSERT_EQ(Status(dead, "billing"), InboxStatus::kDead);
+  ASSERT_EQ(Status(dead, "audit"), InboxStatus::kDead);
+  modes_["billing"] = Mode::kOk;
+  modes_["audit"] = Mode::kOk;
+
+  routing::Router routed;
+  Subscription billing = *router_.Find("billing");
+  billing.queue = kBilling;
+  ASSERT_TRUE(routed.Add(billing).ok());
+  ASSERT_TRUE(routed.Add(*router_.Find("audit")).ok());  // the event queue
+  ops::Ops o(engine_.get(), store_.get(), queue_.get(), &routed, &clock_);
+
+  ops::DeadLetterFilter by_queue;
+  by_queue.queues = {kBilling};
+  EXPECT_FALSE(by_queue.empty());
+  auto l = o.ListDeadLetters(by_queue);
+  ASSERT_TRUE(l.ok()) << l.status();
+  ASSERT_EQ(l->size(), 1u);
+  EXPECT_EQ((*l)[0].subscription, "billing");
+  EXPECT_EQ((*l)[0].queue, kQueue);  // died on the event queue, routed to billing.fifo now
+  EXPECT_EQ((*l)[0].ToJson(false).value("queue", ""), kQueue);
+  by_queue.queues = {kQueue};
+  l = o.ListDeadLetters(by_queue);
+  ASSERT_TRUE(l.ok()) << l.status();
+  ASSERT_EQ(l->size(), 1u);
+  EXPECT_EQ((*l)[0].subscription, "audit");
+  by_queue.queues = {"nobody.fifo"};
+  l = o.ListDeadLetters(by_queue);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_TRUE(l->empty());
+  by_queue.queues = {""};
+  EXPECT_NE(by_queue.Validate().message().find("queue"), std::string::npos);
+  // A letter keeps the queue it died on; without the subscriptions that is its queue.
+  ops::DeadLetterFilter f;
+  f.queues = {kBilling};
+  ops::Ops no_router(engine_.get(), store_.get(), queue_.get(), nullptr, &clock_);
+  l = no_router.ListDeadLetters(f);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_TRUE(l->empty());
+  ops::DeadLetterFilter died_on;
+  died_on.queues = {kQueue};
+  l = no_router.ListDeadLetters(died_on);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->size(), 2u);
+
+  // Redrive by queue resets billing's letter only and sends to billing.fifo only.
+  auto r = o.Redrive(f, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->selected, 1);
+  EXPECT_EQ(r->reset, 1);
+  EXPECT_EQ(Status(dead, "billing"), InboxStatus::kRetry);
+  EXPECT_EQ(Status(dead, "audit"), InboxStatus::kDead);
+  EXPECT_EQ(Depth(kBilling), 1);
+  EXPECT_EQ(Depth(kQueue), 0);
+
+  // Replay by queue: billing.fifo runs billing only; the completed rows are forced.
+  ReplayRequest rr;
+  rr.tenant = "t1";
+  rr.queue = kBilling;
+  rr.force = true;
+  EXPECT_TRUE(rr.Validate().ok()) << rr.Validate();
+  auto p = o.Replay(rr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->events, 4);
+  EXPECT_EQ(p->to_run, 4);  // three completed (forced) + the redriven row
+  EXPECT_EQ(p->enqueued, 4);
+  EXPECT_EQ(Depth(kBilling), 5);
+  EXPECT_EQ(Depth(kQueue), 0);
+  EXPECT_EQ(Status(events_[0], "billing"), InboxStatus::kRetry);
+
+  // The event queue runs audit only (billing's routing moved it away).
+  rr.queue = kQueue;
+  rr.force = false;
+  rr.dry_run = true;
+  p = o.Replay(rr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->to_run, 3);  // audit never ran the first three events; its fourth row is DEAD
+  EXPECT_EQ(p->dead, 1);
+  EXPECT_EQ(Depth(kQueue), 0);
+
+  // Refusals name the queue (and the subscription), and write nothing.
+  rr.dry_run = false;
+  rr.queue = "nobody.fifo";
+  auto bad = o.Replay(rr);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("queue nobody.fifo"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("no such queue"), std::string::npos) << bad.status();
+  ASSERT_TRUE(queue_->CreateQueue("unused.fifo", q).ok());
+  rr.queue = "unused.fifo";
+  bad = o.Replay(rr);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("queue unused.fifo: no DURABLE subscription"),
+            std::string::npos)
+      << bad.status();
+  rr.queue = kBilling;
+  rr.subscriptions = {"audit"};
+  bad = o.Replay(rr);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("subscription audit"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find(kBilling), std::string::npos) << bad.status();
+  rr.subscriptions = {"billing"};
+  p = o.Replay(rr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->enqueued, 4);  // the forced rows are RETRY now
+  EXPECT_EQ(Depth(kBilling), 9);
+  EXPECT_EQ(Depth(kQueue), 0);
+}
+
 }  // namespace
 }  // namespace outbox::ops_test
