@@ -145,6 +145,12 @@ TEST_F(OpsCli, QueueSelectsDeadLettersRedriveAndReplayOfAConsumerQueue) {
                             "lane = \"DURABLE\"\nqueue = \"shipping.fifo\"\n\n"
                             "[[queues]]\nname = \"shipping.fifo\"\n";
   const std::string cfg = " --config " + config_;
+  // The same config gives the AWS template its queue, DLQ and alarm (deploy/aws/README.md).
+  CmdResult tpl = Outbox("deploy aws-template" + cfg);
+  ASSERT_EQ(tpl.code, 0);
+  nlohmann::json tj = Json(tpl);
+  EXPECT_EQ(tj["Resources"]["ConsumerQueueShipping"]["Properties"]["QueueName"], "shipping.fifo");
+  EXPECT_TRUE(tj["Resources"].contains("ConsumerQueueShippingDlqAlarm"));
   ASSERT_EQ(Outbox("emit" + Db() + " --tenant t1 --type order.placed").code, 0);
   ASSERT_EQ(Outbox("relay" + Db() + cfg + " --once").code, 0);
   ASSERT_EQ(Outbox("worker" + Db() + cfg + " --once --handler notify-buyer=fail-terminal").code, 0);

@@ -8,10 +8,13 @@
 #include <set>
 #include <sstream>
 
+#include "config/aws_template.h"
 #include "nlohmann/json.hpp"
+#include "outbox/catalog.h"
 #include "outbox/envelope_codec.h"
 #include "outbox/queue.h"
 #include "outbox/relay.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -169,6 +172,120 @@ TEST(DeployTemplate, PipeFilterAndTemplateFitTheEventRows) {
   EXPECT_EQ(row.at("tenant").s(), "acme");
   EXPECT_EQ(row.at("id").s(), e.id);
   EXPECT_TRUE(ends(row.at("pk").s()));
+}
+
+// `outbox deploy aws-template --config`: each [[queues]] entry becomes a FIFO queue + DLQ +
+// alarm exactly as EnsureEventQueue makes the pair (names, visibility, max receive count),
+// the relay may send to it and the worker consume it, and UsePipe=true is refused.
+TEST(DeployTemplate, ConsumerQueuesGetAQueueDlqAndAlarmLikeTheConfig) {
+  json base = Template();
+  ASSERT_FALSE(base.is_discarded());
+  EXPECT_EQ(json::parse(outbox::BaseAwsTemplate(), nullptr, false), base)
+      << "the template built into outbox is deploy/aws/outbox.template.json";
+  auto same = outbox::AwsTemplateWithQueues(base, {});
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(*same, base) << "no consumer queues: the template as shipped";
+
+  outbox::testing_support::TempDir dir;
+  const std::string cfg_path = dir.file("outbox.toml");
+  std::ofstream(cfg_path) << R"([queue]
+name = "orders.fifo"
+
+[[queues]]
+name = "shipping.fifo"
+visibility_timeout_seconds = 45
+max_receive_count = 7
+
+[[queues]]
+name = "billing-eu.fifo"
+dlq = "billing-dead.fifo"
+
+[[subscriptions]]
+name = "ship"
+glob = "order.*"
+lane = "DURABLE"
+queue = "shipping.fifo"
+
+[[subscriptions]]
+name = "bill"
+glob = "order.*"
+lane = "DURABLE"
+queue = "billing-eu.fifo"
+)";
+  auto cfg = outbox::LoadCatalogToml(cfg_path);
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  ASSERT_EQ(cfg->queues.size(), 2u);
+  auto t = outbox::AwsTemplateWithQueues(base, cfg->queues, cfg->default_queue);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->at("Parameters").at("QueueName").at("Default"), "orders");
+
+  struct Want {
+    const char* id;
+    const char* queue;
+    const char* dlq;
+    int64_t visibility;
+    int max_receive;
+  };
+  for (const Want& w : {Want{"ConsumerQueueShipping", "shipping.fifo", "shipping-dlq.fifo", 45, 7},
+                        Want{"ConsumerQueueBillingEu", "billing-eu.fifo", "billing-dead.fifo",
+                             absl::ToInt64Seconds(outbox::ConsumerQueue{}.visibility_timeout),
+                             outbox::ConsumerQueue{}.max_receive_count}}) {
+    SCOPED_TRACE(w.id);
+    const std::string dlq_id = std::string(w.id) + "Dlq";
+    const json& q = Res(*t, w.id);
+    const json& d = Res(*t, dlq_id.c_str());
+    EXPECT_EQ(q.at("Type"), "AWS::SQS::Queue");
+    EXPECT_EQ(q.at("Properties").at("QueueName"), w.queue);
+    EXPECT_EQ(q.at("Properties").at("FifoQueue"), true);
+    EXPECT_EQ(q.at("Properties").at("ContentBasedDeduplication"), false);
+    EXPECT_EQ(q.at("Properties").at("VisibilityTimeout"), w.visibility);
+    EXPECT_EQ(q.at("Properties").at("RedrivePolicy").at("maxReceiveCount"), w.max_receive);
+    EXPECT_EQ(q.at("Properties").at("RedrivePolicy").at("deadLetterTargetArn").at("Fn::GetAtt"),
+              json::array({dlq_id, "Arn"}));
+    EXPECT_EQ(d.at("Properties").at("QueueName"), w.dlq);
+    EXPECT_EQ(d.at("Properties").at("FifoQueue"), true);
+    if (std::string(w.queue) == "shipping.fifo")
+      EXPECT_EQ(w.dlq, outbox::DefaultDeadLetterQueue(w.queue));
+    const json& alarm = Res(*t, (dlq_id + "Alarm").c_str()).at("Properties");
+    EXPECT_EQ(alarm.at("Threshold"), 0);
+    EXPECT_EQ(alarm.at("ComparisonOperator"), "GreaterThanThreshold");
+    EXPECT_EQ(alarm.at("Dimensions")[0].at("Value").at("Fn::GetAtt"),
+              json::array({dlq_id, "QueueName"}));
+    EXPECT_EQ(alarm.at("AlarmActions"), Res(base, "DeadLetterAlarm")["Properties"]["AlarmActions"]);
+    EXPECT_NE(alarm.at("AlarmDescription").get<std::string>().find(w.queue), std::string::npos);
+    // The relay may send to it, the worker consume it (and its DLQ, for redrive).
+    for (const auto& [policy, sid] :
+         {std::pair{"RelayPolicy", "SendEvents"}, std::pair{"WorkerPolicy", "ConsumeEvents"}}) {
+      bool queue_arn = false, dlq_arn = false;
+      for (const json& s : Res(*t, policy).at("Properties").at("PolicyDocument").at("Statement")) {
+        if (s.value("Sid", "") != sid) continue;
+        for (const json& r : s.at("Resource")) {
+          queue_arn |= r == json{{"Fn::GetAtt", json::array({w.id, "Arn"})}};
+          dlq_arn |= r == json{{"Fn::GetAtt", json::array({dlq_id, "Arn"})}};
+        }
+      }
+      EXPECT_TRUE(queue_arn && dlq_arn) << policy;
+    }
+    EXPECT_EQ(t->at("Outputs").at(std::string(w.id) + "Url").at("Value").at("Ref"), w.id);
+  }
+  // The event queue and its alarm are still there; the Pipe cannot feed consumer queues.
+  EXPECT_TRUE(t->at("Resources").contains("EventQueue"));
+  EXPECT_TRUE(t->at("Resources").contains("DeadLetterAlarm"));
+  const json& rule = t->at("Rules").at("ConsumerQueuesNeedTheRelay").at("Assertions")[0];
+  EXPECT_EQ(rule.at("Assert").at("Fn::Equals")[0].at("Ref"), "UsePipe");
+  EXPECT_EQ(rule.at("Assert").at("Fn::Equals")[1], "false");
+  EXPECT_EQ(t->at("Resources").size(), base.at("Resources").size() + 6);
+
+  // Two names with one logical id are refused, naming both.
+  outbox::ConsumerQueue a, b;
+  a.name = "a-b.fifo";
+  b.name = "a_b.fifo";
+  EXPECT_EQ(outbox::QueueLogicalId("shipping-eu.fifo"), "ShippingEu");
+  auto clash = outbox::AwsTemplateWithQueues(base, {a, b});
+  EXPECT_EQ(clash.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(clash.status().message().find("a_b.fifo"), std::string::npos) << clash.status();
+  EXPECT_NE(clash.status().message().find("a-b.fifo"), std::string::npos) << clash.status();
+  EXPECT_FALSE(outbox::AwsTemplateWithQueues(json::object(), {a}).ok());
 }
 
 }  // namespace

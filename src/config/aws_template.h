@@ -1,0 +1,34 @@
+// The CloudFormation template of deploy/aws/ with the consumer queues of an outbox.toml
+// (docs/ROUTING.md §6a): each [[queues]] entry becomes an SQS FIFO queue, its DLQ and a
+// CloudWatch alarm on the DLQ, and the relay and worker policies reach them.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "outbox/catalog.h"
+
+namespace outbox {
+
+// The template as shipped (deploy/aws/outbox.template.json, built into the binary).
+std::string_view BaseAwsTemplate();
+
+// The CloudFormation logical id stem of a queue name: its letters and digits, each run
+// capitalised, ".fifo" dropped ("shipping-eu.fifo" -> "ShippingEu").
+std::string QueueLogicalId(std::string_view queue_name);
+
+// `base` plus, per queue, resources ConsumerQueue<Id>, ConsumerQueue<Id>Dlq and
+// ConsumerQueue<Id>DlqAlarm (queue names, visibility, max receive count and DLQ name exactly
+// as EnsureEventQueue makes them), their ARNs in RelayPolicy's SendEvents and WorkerPolicy's
+// ConsumeEvents, outputs ConsumerQueue<Id>Url, and a template rule that refuses UsePipe=true
+// (the Pipe feeds the event queue only). InvalidArgument naming the queue when two names map
+// to one logical id, or `base` lacks what it extends. `event_queue` (the config's default
+// queue, "<stem>.fifo"; empty: unchanged) becomes the QueueName parameter's default.
+absl::StatusOr<nlohmann::json> AwsTemplateWithQueues(nlohmann::json base,
+                                                     const std::vector<ConsumerQueue>& queues,
+                                                     std::string_view event_queue = "");
+
+}  // namespace outbox
