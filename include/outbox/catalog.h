@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "outbox/queue.h"
 #include "outbox/subscription.h"
 
 namespace outbox {
@@ -90,6 +91,12 @@ struct ConsumerQueue {
   std::string dlq;   // empty: <stem>-dlq.fifo (DefaultDeadLetterQueue)
   int64_t line = 0;  // of the [[queues]] entry (for messages)
 };
+
+// The entry of `queues` named `name`, or nullptr.
+const ConsumerQueue* FindQueue(const std::vector<ConsumerQueue>& queues, std::string_view name);
+// EnsureEventQueue's options for `q` (visibility, max receive count, DLQ), so every process
+// that may create a consumer queue first creates the same pair.
+EventQueueOptions EventQueueOptionsOf(const ConsumerQueue& q);
 
 // The consumer-queue rules: every queue a subscription names is declared (or is
 // `default_queue`), only DURABLE subscriptions name one, every declared queue has a DURABLE

@@ -94,8 +94,7 @@ std::optional<Session> OpenSession(const Common& a, int* code) {
       return std::nullopt;
     }
     // A consumer queue named by --queue is a selection; the event queue stays the default.
-    for (const ConsumerQueue& q : cfg->queues)
-      if (q.name == a.queue) event_queue = ops::OpsOptions{}.queue;
+    if (FindQueue(cfg->queues, a.queue) != nullptr) event_queue = ops::OpsOptions{}.queue;
     for (const ConsumerQueue& q : cfg->queues)
       if (q.name != event_queue) consumer_queues.push_back(q.name);
     s.router = std::make_unique<routing::Router>();

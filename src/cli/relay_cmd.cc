@@ -61,11 +61,7 @@ bool ConsumerRoute(Stack& st, const Args& a, QueueRoute* route) {
     return false;
   }
   for (const ConsumerQueue& q : cfg->queues) {
-    EventQueueOptions eo;
-    eo.visibility_timeout = q.visibility_timeout;
-    eo.max_receive_count = q.max_receive_count;
-    eo.dlq = q.dlq;
-    if (auto s = EnsureEventQueue(st.queue.get(), q.name, eo); !s.ok()) {
+    if (auto s = EnsureEventQueue(st.queue.get(), q.name, EventQueueOptionsOf(q)); !s.ok()) {
       std::cerr << "outbox relay: queue " << q.name << ": " << s.status().message() << "\n";
       ExitCode() = kExitUnavailable;
       return false;

@@ -67,11 +67,6 @@ int Fail(int code, const std::string& what, const absl::Status& s) {
   return code;
 }
 
-// The event queue (and its DLQ) when absent: visibility 30 s, redrive after 5 receives.
-absl::Status EnsureQueue(Queue& q, const std::string& name) {
-  return EnsureEventQueue(&q, name).status();
-}
-
 // --handler SUB=KIND: a built-in handler for a subscription (operators' drills
 // and the runbook test): log (the default), fail (retryable error), fail-terminal.
 absl::StatusOr<std::map<std::string, std::string>> ParseHandlers(
@@ -110,6 +105,9 @@ Handler BuiltinHandler(const std::string& name, const std::string& kind) {
 int Run(const Flags& f) {
   routing::Router router;
   bool default_queue = true;
+  // The queue (and its DLQ) when absent: a [[queues]] entry's settings, else the event
+  // queue's defaults (visibility 30 s, redrive after 5 receives).
+  EventQueueOptions queue_options;
   auto handlers = ParseHandlers(f.handlers);
   if (!handlers.ok()) return Fail(kExitUsage, "options", handlers.status());
   if (!f.config.empty()) {
@@ -117,8 +115,9 @@ int Run(const Flags& f) {
     if (!cfg.ok()) return Fail(kExitUsage, "config", cfg.status());
     // A worker of a declared consumer queue runs only what is routed to it; any other queue is
     // the default one (subscriptions without a queue run there).
-    for (const ConsumerQueue& q : cfg->queues)
-      if (q.name == f.queue) default_queue = false;
+    const ConsumerQueue* declared = FindQueue(cfg->queues, f.queue);
+    default_queue = declared == nullptr;
+    if (declared != nullptr) queue_options = EventQueueOptionsOf(*declared);
     for (Subscription sub : cfg->subscriptions) {
       if (auto h = handlers->find(sub.name); h != handlers->end()) {
         sub.handler = BuiltinHandler(sub.name, h->second);
@@ -149,7 +148,8 @@ int Run(const Flags& f) {
   if (!st.ok()) return Fail(kExitUnavailable, f.db.empty() ? "dynamodb/sqs" : f.db, st.status());
   Store* store = st->store.get();
   Queue* queue = st->queue.get();
-  if (auto s = EnsureQueue(*queue, f.queue); !s.ok()) return Fail(kExitUnavailable, f.queue, s);
+  if (auto s = EnsureEventQueue(queue, f.queue, queue_options); !s.ok())
+    return Fail(kExitUnavailable, f.queue, s.status());
   Inbox inbox(store, Clock::Real());
   for (const auto& spec : f.handlers) {
     if (spec.size() > 7 && spec.substr(spec.size() - 7) == "=effect") {
@@ -162,6 +162,7 @@ int Run(const Flags& f) {
   WorkerOptions o;
   o.queue = f.queue;
   o.default_queue = default_queue;
+  o.max_receive_count = queue_options.max_receive_count;
   o.threads = f.threads;
   o.receivers = f.receivers;
   if (auto s = o.Validate(); !s.ok()) return Fail(kExitUsage, "options", s);

@@ -1,10 +1,25 @@
-// MakeQueueRoute: which consumer queues an event goes to (docs/ROUTING.md, "Consumer queues").
+// MakeQueueRoute: which consumer queues an event goes to (docs/ROUTING.md, "Consumer queues");
+// FindQueue and EventQueueOptionsOf over [[queues]] entries.
 #include <memory>
 
 #include "outbox/catalog.h"
 #include "routing/router.h"
 
 namespace outbox {
+
+const ConsumerQueue* FindQueue(const std::vector<ConsumerQueue>& queues, std::string_view name) {
+  for (const ConsumerQueue& q : queues)
+    if (q.name == name) return &q;
+  return nullptr;
+}
+
+EventQueueOptions EventQueueOptionsOf(const ConsumerQueue& q) {
+  EventQueueOptions eo;
+  eo.visibility_timeout = q.visibility_timeout;
+  eo.max_receive_count = q.max_receive_count;
+  eo.dlq = q.dlq;
+  return eo;
+}
 
 absl::StatusOr<QueueRoute> MakeQueueRoute(const std::vector<Subscription>& subs,
                                           std::string default_queue) {

@@ -221,11 +221,7 @@ absl::Status Daemon::Impl::OpenAll() {
   // every queue with a matching subscription, in the commit of its checkpoint.
   const bool routed = !cfg.catalog.queues.empty();
   for (const ConsumerQueue& q : cfg.catalog.queues) {
-    EventQueueOptions eo;
-    eo.visibility_timeout = q.visibility_timeout;
-    eo.max_receive_count = q.max_receive_count;
-    eo.dlq = q.dlq;
-    if (auto s = EnsureEventQueue(queue, q.name, eo); !s.ok())
+    if (auto s = EnsureEventQueue(queue, q.name, EventQueueOptionsOf(q)); !s.ok())
       return Prefixed(s.status(), "queues: " + q.name);
   }
   if (routed) {
@@ -270,10 +266,8 @@ absl::Status Daemon::Impl::OpenAll() {
       if (q.name != cfg.queue) worker_queues.push_back(q.name);
   }
   for (const std::string& name : worker_queues) {
-    const bool known =
-        name == cfg.queue || std::any_of(cfg.catalog.queues.begin(), cfg.catalog.queues.end(),
-                                         [&](const ConsumerQueue& q) { return q.name == name; });
-    if (!known) {
+    const ConsumerQueue* declared = FindQueue(cfg.catalog.queues, name);
+    if (name != cfg.queue && declared == nullptr) {
       return absl::InvalidArgumentError(
           ToAbsl(fmt::format("{}: worker.queues: \"{}\" is neither queue.name (\"{}\") nor a "
                              "[[queues]] entry",
@@ -285,8 +279,7 @@ absl::Status Daemon::Impl::OpenAll() {
     wo.threads = cfg.worker_threads;
     wo.batch = cfg.worker_batch;
     wo.max_receive_count = cfg.max_receive_count;
-    for (const ConsumerQueue& q : cfg.catalog.queues)
-      if (q.name == name) wo.max_receive_count = q.max_receive_count;
+    if (declared != nullptr) wo.max_receive_count = declared->max_receive_count;
     wo.backoff_with_visibility = cfg.backoff_with_visibility;
     auto w = stack->NewWorker(wo);
     if (!w.ok()) return Prefixed(w.status(), "worker " + name);

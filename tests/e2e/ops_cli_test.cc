@@ -209,6 +209,25 @@ TEST_F(OpsCli, QueueSelectsDeadLettersRedriveAndReplayOfAConsumerQueue) {
   EXPECT_NE(bad.out.find("queue nobody.fifo: no such queue"), std::string::npos) << bad.out;
 }
 
+// A worker started before the relay creates its consumer queue as [[queues]] declares it
+// (visibility, max receive count, DLQ), not with the event queue's defaults.
+TEST_F(OpsCli, AWorkerCreatesItsConsumerQueueAsDeclared) {
+  std::ofstream(config_)
+      << outbox::testing_support::kOrderPlacedConfig
+      << "\n[[subscriptions]]\nname = \"ship\"\nglob = \"order.*\"\n"
+         "lane = \"DURABLE\"\nqueue = \"shipping.fifo\"\n\n"
+         "[[queues]]\nname = \"shipping.fifo\"\nvisibility_timeout_seconds = 40\n"
+         "max_receive_count = 3\ndlq = \"ship-dead.fifo\"\n";
+  ASSERT_EQ(Outbox("worker" + Db() + " --config " + config_ + " --queue shipping.fifo --once").code,
+            0);
+  CmdResult st = Outbox("queue stats shipping.fifo" + Db() + " -o json");
+  ASSERT_EQ(st.code, 0) << st.out;
+  nlohmann::json q = Json(st)[0];
+  EXPECT_EQ(q["visibility_timeout_s"], 40) << q;  // the event queue's default: 30
+  EXPECT_EQ(q["redrive"]["dead_letter_queue"], "ship-dead.fifo") << q;
+  EXPECT_EQ(q["redrive"]["max_receive_count"], 3) << q;
+}
+
 // Retention as a user runs it: remove what is settled behind an anchor,
 // archive it, and check both the log and the archive afterwards.
 TEST_F(OpsCli, RetentionArchivesAndTheChainAndTheArchiveStillVerify) {
