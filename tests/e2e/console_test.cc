@@ -72,7 +72,11 @@ glob = "com.order_placed"
 lane = "DURABLE"
 max_attempts = 3
 webhook = ")" << hook_url
-                        << "\"\nsecret = \"" << kSecret << "\"\nwebhook_timeout_seconds = 1\n";
+                        << "\"\nsecret = \"" << kSecret
+                        << "\"\nwebhook_timeout_seconds = 1\n"
+                        // broken runs on its own consumer queue (docs/ROUTING.md §6a).
+                        << "queue = \"hooks.fifo\"\n\n[[queues]]\nname = \"hooks.fifo\"\n"
+                        << "visibility_timeout_seconds = 4\nmax_receive_count = 10\n";
     return path;
   }
   std::string Log() {
@@ -150,6 +154,9 @@ TEST_F(Console, OperatorSeesADeadLetterRedrivesItAndPayloadsStayText) {
       true);
   EXPECT_THAT(wd.Text("#health"), HasSubstr("Unhealthy"));
   EXPECT_THAT(wd.WaitText("#card-chains .value", "intact"), HasSubstr("1/1 intact"));
+  // One row per queue: the event queue and broken's consumer queue with its DLQ.
+  EXPECT_THAT(wd.Text("#queues-table"), HasSubstr("outbox-events.fifo"));
+  EXPECT_THAT(wd.Text("#queues-table tr[data-queue='hooks.fifo']"), HasSubstr("hooks-dlq.fifo"));
   Shot(wd, "overview");
 
   // 3. Tenants: verify the chain on demand, with progress.

@@ -192,6 +192,16 @@ async function overview(serial) {
   const reasons = [];
   if (st.dead_letters > 0) reasons.push(`${st.dead_letters} dead letter(s)`);
   if (st.dlq.visible + st.dlq.in_flight > 0) reasons.push("messages in the DLQ");
+  // One row per queue: the event queue, then each consumer queue (docs/ROUTING.md §6a).
+  const queues = [Object.assign({}, st.queue, {dlq: st.dlq})].concat(st.consumer_queues || []);
+  const depthOf = (q) => q && q.exists ? q.visible + q.in_flight : 0;
+  for (const c of st.consumer_queues || []) {
+    if (depthOf(c.dlq) > 0) reasons.push(`messages in ${c.dlq.name}, the DLQ of ${c.name}`);
+  }
+  const queueRows = queues.map((q) => h(`tr${depthOf(q.dlq) > 0 ? ".bad" : ""}`, {dataset: {queue: q.name}},
+    h("td", {}, q.name), h("td.num", {}, fmtNum(q.visible)), h("td.num", {}, fmtNum(q.in_flight)),
+    h("td.num", {}, fmtNum(q.delayed)), h("td.num", {}, fmtSecs(q.oldest_age_seconds)),
+    h("td", {}, q.dlq && q.dlq.name ? q.dlq.name : "no DLQ"), h("td.num.dlq-depth", {}, fmtNum(depthOf(q.dlq)))));
   if (st.poison_pills > 0) reasons.push(`${st.poison_pills} poison pill(s)`);
   if (broken.length) reasons.push(`${broken.length} broken chain(s)`);
   const chainText = running ? `verifying… ${fmtNum(running.verified_events)}/${fmtNum(running.total_events)}`
@@ -210,6 +220,10 @@ async function overview(serial) {
       card("relay-lag", "Relay lag", `${fmtNum(st.relay.lag_events)} ev`, `${fmtSecs(st.relay.lag_seconds)} · ${st.relay.mode || "feed"} relay`),
       card("chains", "Hash chains", chainText, `${fmtNum(st.events)} events, ${st.tenants.length} tenants`, broken.length > 0),
     ),
+    h("h2", {}, "Queues"),
+    h("table#queues-table", {},
+      h("thead", {}, h("tr", {}, ["Queue", "Visible", "In flight", "Delayed", "Oldest", "DLQ", "DLQ depth"].map((c, i) => h(i && i !== 5 ? "th.num" : "th", {}, c)))),
+      h("tbody", {}, queueRows)),
     h("div.charts", {},
       chart("Throughput", hist.points, [{key: "emitted_per_second", label: "emitted"}, {key: "completed_per_second", label: "completed"}], "events/s"),
       chart("Propagation latency", hist.points, [{key: "p50_ms", label: "p50"}, {key: "p99_ms", label: "p99"}], "ms"),
