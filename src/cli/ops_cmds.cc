@@ -468,7 +468,6 @@ void AddReplay(CLI::App& app) {
   c->add_option("--subscription", a->r.subscriptions,
                 "DURABLE subscription to replay for (repeatable; with --queue, each must be "
                 "routed to it; without, --queue chooses every one routed to it)");
-
   c->add_flag("--force", a->r.force, "Reset COMPLETED rows first so their handlers run again");
   c->add_flag("--dry-run", a->r.dry_run, "Count what would run; change nothing");
   c->add_option("--rate", a->r.max_per_second, "Events per second at most (0: no limit)")

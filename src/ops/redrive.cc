@@ -480,10 +480,10 @@ absl::StatusOr<ReplayResult> Ops::Replay(const ReplayRequest& r, Progress progre
     }
   }
   spdlog::info(
-      "ops: replay tenant={} from={} to={} events={} enqueued={} skipped_completed={} "
+      "ops: replay tenant={} queue={} from={} to={} events={} enqueued={} skipped_completed={} "
       "reset_completed={}",
-      r.tenant, r.from_seq, to, res.events, res.enqueued, res.skipped_completed,
-      res.reset_completed);
+      r.tenant, r.queue.empty() ? "(per subscription)" : r.queue, r.from_seq, to, res.events,
+      res.enqueued, res.skipped_completed, res.reset_completed);
   return res;
 }
 
