@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <map>
+#include <optional>
 
 #include "absl/time/time.h"
 #include "fmt/format.h"
@@ -17,6 +18,14 @@ using nlohmann::json;
 
 json GetAtt(const std::string& id, const char* attr) {
   return json::object({{"Fn::GetAtt", json::array({id, attr})}});
+}
+
+// `name` without its ".fifo" suffix; nullopt when it has none (or nothing before it).
+std::optional<std::string_view> FifoStem(std::string_view name) {
+  constexpr std::string_view kFifo = ".fifo";
+  if (name.size() <= kFifo.size() || name.substr(name.size() - kFifo.size()) != kFifo)
+    return std::nullopt;
+  return name.substr(0, name.size() - kFifo.size());
 }
 
 // The Resource list of statement `sid` in policy resource `policy`, or nullptr.
@@ -35,7 +44,7 @@ json* StatementResources(json& resources, const char* policy, const char* sid) {
 std::string_view BaseAwsTemplate() { return kAwsTemplate; }
 
 std::string QueueLogicalId(std::string_view name) {
-  if (name.size() > 5 && name.substr(name.size() - 5) == ".fifo") name.remove_suffix(5);
+  if (auto stem = FifoStem(name)) name = *stem;
   std::string id;
   bool start = true;
   for (char c : name) {
@@ -64,12 +73,12 @@ absl::StatusOr<json> AwsTemplateWithQueues(json base, const std::vector<Consumer
         "template: RelayPolicy SendEvents / WorkerPolicy ConsumeEvents statements not found");
   }
   if (!event_queue.empty()) {
-    if (event_queue.size() <= 5 || event_queue.substr(event_queue.size() - 5) != ".fifo") {
+    auto stem = FifoStem(event_queue);
+    if (!stem) {
       return absl::InvalidArgumentError(
           fmt::format("queue {}: the event queue must be a FIFO queue (.fifo)", event_queue));
     }
-    base["Parameters"]["QueueName"]["Default"] =
-        std::string(event_queue.substr(0, event_queue.size() - 5));
+    base["Parameters"]["QueueName"]["Default"] = std::string(*stem);
   }
   std::map<std::string, std::string> ids;  // logical id -> queue name
   for (const ConsumerQueue& q : queues) {
