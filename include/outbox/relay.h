@@ -49,7 +49,7 @@ struct RelayOptions {
   // from the subscriptions). Unset: every event goes to `queue`. Set: each event goes once to
   // every queue returned — on the embedded store all of them in the same commit as the
   // checkpoint — and an event it routes nowhere is not sent but counted (unrouted) and
-  // logged: delivered to nobody. ChangeFeedRelay only, for now.
+  // logged: delivered to nobody. StreamRelayOptions and PollRelayOptions have the same.
   std::function<std::vector<std::string>(const Envelope&)> route;
   absl::Status Validate() const;
 };
@@ -237,6 +237,11 @@ struct PollRelayOptions {
   absl::Duration backoff_max = absl::Minutes(5);   // ... capped here
   absl::Duration sent_ttl = absl::Hours(24);       // SENT rows expire (TTL) this long after sending
   absl::Duration poll_interval = absl::Milliseconds(20);  // Start(): wait when nothing was due
+  // Fan-out to consumer queues (as RelayOptions::route). A row is SENT once every queue of
+  // its event accepted it; a send that fails after some queues accepted records them on the
+  // row (sent_to), so the retry sends only to the queues that lack it. A row routed nowhere
+  // is marked SENT unsent and counted (unrouted).
+  std::function<std::vector<std::string>(const Envelope&)> route;
   absl::Status Validate() const;
 };
 
@@ -253,6 +258,7 @@ struct PollRelayMetrics {
   std::atomic<int64_t> lost_races{0};  // rows another relay moved first
   std::atomic<int64_t> errors{0};      // store errors (logged; the row is retried next step)
   std::atomic<int64_t> lag_ms{0};      // now - creation time of the newest sent event
+  std::atomic<int64_t> unrouted{0};    // rows PollRelayOptions::route sent to no queue
 };
 
 struct OutboxRowInfo {
@@ -302,7 +308,7 @@ class PollRelay final : public Relay {
 // feed has several shards (DynamoDB Streams) and queues outside the store.
 // Messages are byte-identical to ChangeFeedRelay's (relay/message.h).
 // Invariants:
-//  1. Checkpoint after the queue accepted the messages: a crash between the two
+//  1. Checkpoint after the queue(s) accepted the messages: a crash between the two
 //     sends them again with the same dedup id (= event id); the FIFO queue's
 //     dedup window and the worker's inbox collapse them. Nothing is lost.
 //  2. Shard leases with per-shard checkpoints in the relay state table
@@ -330,6 +336,12 @@ struct StreamRelayOptions {
   absl::Duration lease_duration = absl::Seconds(10);
   absl::Duration renew_interval = absl::Seconds(3);  // renew + rebalance period (<= lease/2)
   absl::Duration idle_wait = absl::Seconds(1);       // Start(): longest poll interval when idle
+  // Fan-out to consumer queues (as RelayOptions::route), with per-queue progress: each queue's
+  // messages are sent in order, and once a queue accepted them its per-tenant position
+  // (sk QUEUE#<q>#TENANT#<t>) moves, so a step that fails on a later queue — or the instance
+  // that takes the shard over — sends only to the queues that lack the events. The tenant
+  // position and the checkpoint move once every queue accepted.
+  std::function<std::vector<std::string>(const Envelope&)> route;
   absl::Status Validate() const;
 };
 
@@ -343,6 +355,7 @@ struct StreamRelayMetrics {
       0};  // checkpoints refused because another instance took the shard
   std::atomic<int64_t> shards_held{0};
   std::atomic<int64_t> lag_ms{0};
+  std::atomic<int64_t> unrouted{0};  // events StreamRelayOptions::route sent to no queue
 };
 
 class StreamRelay final : public Relay {

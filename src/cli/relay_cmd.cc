@@ -109,6 +109,7 @@ void Report(const nlohmann::json& j, const std::string& output, bool failed) {
 void RunPoll(Stack& st, const Args& a) {
   PollRelayOptions po;
   po.queue = a.queue;
+  if (!ConsumerRoute(st, a, &po.route)) return;
   auto relay = PollRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), po);
   if (!relay.ok()) {
     std::cerr << "outbox relay: " << relay.status() << "\n";
@@ -125,6 +126,7 @@ void RunPoll(Stack& st, const Args& a) {
           {"blocked", m.blocked.load()},
           {"lost_races", m.lost_races.load()},
           {"errors", m.errors.load()},
+          {"unrouted", m.unrouted.load()},
           {"lag_ms", m.lag_ms.load()}},
          a.output, m.dead.load() > 0 || m.errors.load() > 0);
 }
@@ -165,7 +167,9 @@ StreamRelayOptions StreamOptions(const Args& a) {
 }
 
 void RunStream(Stack& st, const Args& a) {
-  auto relay = StreamRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), StreamOptions(a));
+  StreamRelayOptions so = StreamOptions(a);
+  if (!ConsumerRoute(st, a, &so.route)) return;
+  auto relay = StreamRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), so);
   if (!relay.ok()) {
     std::cerr << "outbox relay: " << relay.status() << "\n";
     ExitCode() =
@@ -181,6 +185,7 @@ void RunStream(Stack& st, const Args& a) {
           {"skipped", m.skipped.load()},
           {"errors", m.errors.load()},
           {"resequenced", m.resequenced.load()},
+          {"unrouted", m.unrouted.load()},
           {"leases_lost", m.leases_lost.load()},
           {"shards_held", m.shards_held.load()},
           {"lag_ms", m.lag_ms.load()}},
@@ -262,18 +267,6 @@ void AddRelay(CLI::App& app) {
         std::cerr << "outbox relay: recording the relay mode: " << s << "\n";
         ExitCode() = kExitFailed;
         return;
-      }
-    }
-    if (mode != "feed" || !st->embedded()) {
-      if (!a->config.empty()) {
-        auto cfg = LoadCatalogToml(a->config);
-        if (cfg.ok() && !cfg->queues.empty()) {
-          std::cerr << "outbox relay: --config declares [[queues]] (consumer queues): only the "
-                       "change-feed relay on one SQLite file forwards to them for now (got --mode "
-                    << mode << (st->embedded() ? "" : ", --store dynamodb") << ")\n";
-          ExitCode() = kExitUsage;
-          return;
-        }
       }
     }
     if (mode == "poll") return RunPoll(*st, *a);

@@ -31,6 +31,7 @@ struct Row {
   int64_t due_ms = 0;
   int64_t created_ms = 0;
   int64_t shard = 0;
+  std::vector<std::string> sent_to;  // fan-out: queues that accepted it before a failed send
 };
 
 constexpr auto NumAttr = item_attrs::Int;
@@ -46,6 +47,8 @@ Row ParseRow(const Item& it) {
   r.due_ms = NumAttr(it, "next_attempt_at");
   r.created_ms = NumAttr(it, "created_at");
   r.shard = NumAttr(it, "shard");
+  if (auto f = it.find("sent_to"); f != it.end() && f->second.is(Type::SS))
+    r.sent_to = f->second.ss();
   return r;
 }
 
@@ -169,19 +172,24 @@ struct PollRelay::Impl {
 
   // A failed send (or an event that can never be sent when `permanent`).
   // Returns true when the row became DEAD (the tenant may go on).
-  absl::StatusOr<bool> Fail(const Row& r, int64_t now, const std::string& reason, bool permanent) {
+  // `sent_to` (fan-out): every queue that has the message so far, kept on the row so the
+  // retry sends only to the others.
+  absl::StatusOr<bool> Fail(const Row& r, int64_t now, const std::string& reason, bool permanent,
+                            const std::vector<std::string>& sent_to = {}) {
     int64_t n = r.attempts + 1;
     std::string err = reason.substr(0, 1000);
+    const std::string keep = sent_to.empty() ? "" : ", sent_to = :to";
     if (permanent || n >= o.max_attempts) {
-      auto moved =
-          Move(r, "SET #st = :dead, #k = :key, attempts = :n, last_error = :e, dead_at = :now",
-               "attempts = :a",
-               {{":dead", Value::S(std::string(orow::kDead))},
-                {":key", Value::S(orow::IndexKey(o.aggregate, orow::kDead, 0))},
-                {":n", Value::N(n)},
-                {":e", Value::S(err)},
-                {":now", Value::N(now)},
-                {":a", Value::N(r.attempts)}});
+      AttrValues v = {{":dead", Value::S(std::string(orow::kDead))},
+                      {":key", Value::S(orow::IndexKey(o.aggregate, orow::kDead, 0))},
+                      {":n", Value::N(n)},
+                      {":e", Value::S(err)},
+                      {":now", Value::N(now)},
+                      {":a", Value::N(r.attempts)}};
+      if (!keep.empty()) v[":to"] = Value::SS(sent_to);
+      auto moved = Move(
+          r, "SET #st = :dead, #k = :key, attempts = :n, last_error = :e, dead_at = :now" + keep,
+          "attempts = :a", std::move(v));
       if (!moved.ok()) return moved.status();
       if (*moved) {
         m->dead++;
@@ -191,11 +199,13 @@ struct PollRelay::Impl {
       return *moved;
     }
     int64_t due = now + absl::ToInt64Milliseconds(Backoff(n));
-    auto moved = Move(r, "SET attempts = :n, #due = :due, last_error = :e", "attempts = :a",
-                      {{":n", Value::N(n)},
-                       {":due", Value::N(due)},
-                       {":e", Value::S(err)},
-                       {":a", Value::N(r.attempts)}});
+    AttrValues v = {{":n", Value::N(n)},
+                    {":due", Value::N(due)},
+                    {":e", Value::S(err)},
+                    {":a", Value::N(r.attempts)}};
+    if (!keep.empty()) v[":to"] = Value::SS(sent_to);
+    auto moved = Move(r, "SET attempts = :n, #due = :due, last_error = :e" + keep, "attempts = :a",
+                      std::move(v));
     if (!moved.ok()) return moved.status();
     if (*moved) {
       m->retries++;
@@ -327,6 +337,7 @@ struct PollRelay::Impl {
       // Build the message exactly as the change-feed relay does.
       std::string problem;
       std::string body;
+      std::vector<std::string> queues = {o.queue};
       if (!(*got)[1]) {
         problem = fmt::format("event row {} / {} is missing", EventPk(r.tenant), SeqSortKey(r.seq));
       } else {
@@ -339,6 +350,7 @@ struct PollRelay::Impl {
                           env->tenant, env->id);
         } else {
           body = relay_internal::EventMessageBody(*(*got)[1]);
+          if (o.route) queues = o.route(*env);
           if (static_cast<int64_t>(body.size()) > max_message_size) {
             problem = fmt::format(
                 "message of {} bytes exceeds the queue's maximum message size of {} bytes",
@@ -348,15 +360,25 @@ struct PollRelay::Impl {
       }
       absl::Status send_status;
       bool permanent = !problem.empty();
+      const bool unrouted = problem.empty() && queues.empty();
+      std::vector<std::string> has = r.sent_to;  // the queues that have it
       if (problem.empty()) {
-        auto sent = queue->Send(
-            o.queue, relay_internal::EventMessage(std::move(body), r.tenant, r.event_id));
-        if (sent.ok()) {
-          if (sent->duplicate) m->duplicates++;
-        } else {
+        const SendMessageRequest msg =
+            relay_internal::EventMessage(std::move(body), r.tenant, r.event_id);
+        for (const std::string& q : queues) {
+          if (std::find(has.begin(), has.end(), q) != has.end()) continue;
+          auto sent = queue->Send(q, msg);
+          if (sent.ok()) {
+            if (sent->duplicate) m->duplicates++;
+            has.push_back(q);
+            continue;
+          }
           send_status = sent.status();
           permanent = IsPermanentSendError(send_status);
-          problem = fmt::format("queue refused the message: {}", send_status.ToString());
+          problem = o.route
+                        ? fmt::format("queue {} refused the message: {}", q, send_status.ToString())
+                        : fmt::format("queue refused the message: {}", send_status.ToString());
+          break;
         }
       }
       if (problem.empty()) {
@@ -371,7 +393,13 @@ struct PollRelay::Impl {
           return changed;
         }
         ++changed;
-        if (*moved) {
+        if (*moved && unrouted) {
+          m->unrouted++;
+          spdlog::warn(
+              "relay {}: event delivered to nobody (no consumer queue has a matching "
+              "subscription): tenant={} event={} seq={}",
+              o.name, r.tenant, r.event_id, r.seq);
+        } else if (*moved) {
           m->sent++;
           int64_t lag = std::max<int64_t>(0, clock->NowMillis() - r.created_ms);
           m->lag_ms = lag;
@@ -379,7 +407,7 @@ struct PollRelay::Impl {
         done = r.seq;
         continue;
       }
-      auto dead = Fail(r, now, problem, permanent);
+      auto dead = Fail(r, now, problem, permanent, o.route ? has : std::vector<std::string>{});
       if (!dead.ok()) {
         m->errors++;
         spdlog::warn("relay {}: recording the failure of tenant {} seq {}: {}", o.name, r.tenant,

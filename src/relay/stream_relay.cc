@@ -5,6 +5,7 @@
 
 #include <map>
 #include <random>
+#include <set>
 
 #include "fmt/format.h"
 #include "outbox/ddb_json.h"
@@ -39,6 +40,9 @@ struct Outgoing {
   std::string event_id;
   int64_t seq = 0;
   int64_t created_ms = 0;
+  // Fan-out (StreamRelayOptions::route): the queues of the event; `unrouted`: none.
+  std::vector<std::string> queues;
+  bool unrouted = false;
 };
 
 }  // namespace
@@ -100,6 +104,12 @@ struct StreamRelay::Impl {
     p.tenant = std::move(e.tenant);
     p.event_id = std::move(e.event_id);
     p.seq = e.seq;
+    if (o.route) {
+      p.queues = o.route(e.envelope);
+      p.unrouted = p.queues.empty();
+    } else {
+      p.queues = {o.queue};
+    }
     return p;
   }
 
@@ -109,10 +119,19 @@ struct StreamRelay::Impl {
   Item TenantKey(const std::string& tenant) const {
     return Item{{"pk", Value::S("RELAY#" + o.name)}, {"sk", Value::S("TENANT#" + tenant)}};
   }
+  // With a route, each queue's own position (how far it has accepted the tenant's events):
+  // sk QUEUE#<q>#TENANT#<t> (queue names have no '#').
+  Item QueueTenantKey(const std::string& queue, const std::string& tenant) const {
+    return Item{{"pk", Value::S("RELAY#" + o.name)},
+                {"sk", Value::S("QUEUE#" + queue + "#TENANT#" + tenant)}};
+  }
   absl::StatusOr<int64_t> TenantLast(const std::string& tenant) {
+    return Position(TenantKey(tenant));
+  }
+  absl::StatusOr<int64_t> Position(Item key) {
     GetRequest g;
     g.table = o.relay_state_table;
-    g.key = TenantKey(tenant);
+    g.key = std::move(key);
     g.consistent_read = true;
     auto r = store->GetItem(g);
     if (!r.ok()) return r.status();
@@ -125,9 +144,12 @@ struct StreamRelay::Impl {
   }
   // Moves last_seq up to `seq` (never down: another instance may be ahead).
   absl::Status RaiseTenantLast(const std::string& tenant, int64_t seq) {
+    return Raise(TenantKey(tenant), seq);
+  }
+  absl::Status Raise(Item key, int64_t seq) {
     UpdateRequest u;
     u.table = o.relay_state_table;
-    u.key = TenantKey(tenant);
+    u.key = std::move(key);
     u.update = "SET last_seq = :s";
     u.condition = "attribute_not_exists(last_seq) OR last_seq < :s";
     u.args.values = {{":s", Value::N(seq)}};
@@ -253,37 +275,15 @@ absl::StatusOr<int> StreamRelay::RunOnce() {
     int64_t resequenced = 0;
     auto ordered = m.Resequence(std::move(plan), &advanced, &skipped, &resequenced);
     if (!ordered.ok()) return ordered.status();
-    // Send in order, 10 at a time; stop at the first failure (nothing is
-    // checkpointed, the batch is read again: duplicates carry the same dedup id).
-    int64_t forwarded = 0, duplicates = 0, newest = 0;
-    std::vector<const Outgoing*> chunk;
-    auto flush = [&]() -> absl::Status {
-      if (chunk.empty()) return absl::OkStatus();
-      std::vector<SendBatchEntry> entries;
-      for (size_t i = 0; i < chunk.size(); ++i) {
-        entries.push_back(SendBatchEntry{
-            fmt::format("m{}", i),
-            relay_internal::EventMessage(chunk[i]->body, chunk[i]->tenant, chunk[i]->event_id)});
-      }
-      auto r = m.queue->SendBatch(m.o.queue, entries);
-      if (!r.ok()) return r.status();
-      if (!r->failed.empty()) {
-        return absl::UnavailableError(fmt::format("queue {} refused message {}: {}", m.o.queue,
-                                                  r->failed[0].id, r->failed[0].error.ToString()));
-      }
-      for (const auto& [id, res] : r->successful) {
-        ++forwarded;
-        if (res.duplicate) ++duplicates;
-      }
-      for (const Outgoing* p : chunk) newest = std::max(newest, p->created_ms);
-      chunk.clear();
-      return absl::OkStatus();
-    };
     int64_t poison_n = 0;
-    int64_t now_ms = m.clock->NowMillis();
+    const int64_t now_ms = m.clock->NowMillis();
+    // Poison first (idempotent rows: a retried step writes the same keys), then each queue's
+    // messages; the queues in the order the route first names them.
+    std::vector<std::string> queue_order;
+    std::map<std::string, std::vector<const Outgoing*>> per_queue;
+    std::vector<const Outgoing*> unrouted;
     for (const Outgoing& p : *ordered) {
       if (p.poison) {
-        if (auto s = flush(); !s.ok()) return s;
         PutRequest put;
         put.table = m.o.relay_state_table;
         put.item = relay_internal::PoisonRow(m.o.name, p.sequence_number, ++poison_n, p.keys,
@@ -294,17 +294,94 @@ absl::StatusOr<int> StreamRelay::RunOnce() {
         metrics_.errors++;
         continue;
       }
-      chunk.push_back(&p);
-      if (chunk.size() == 10) {
-        if (auto s = flush(); !s.ok()) return s;
+      if (p.unrouted) {
+        unrouted.push_back(&p);  // counted and logged once the step went through
+        continue;
+      }
+      for (const std::string& q : p.queues) {
+        auto [it, fresh] = per_queue.try_emplace(q);
+        if (fresh) queue_order.push_back(q);
+        it->second.push_back(&p);
       }
     }
-    if (auto s = flush(); !s.ok()) return s;
+    // Send in order, 10 at a time; stop at the first failure (nothing is
+    // checkpointed, the batch is read again: duplicates carry the same dedup id).
+    // With a route, a queue's per-tenant position moves once it accepted its messages, so
+    // the retry sends only to the queues that lack them.
+    int64_t duplicates = 0, newest = 0;
+    std::set<const Outgoing*> sent;
+    for (const std::string& q : queue_order) {
+      std::map<std::string, int64_t> position;  // tenant -> this queue's position
+      if (m.o.route) {
+        for (const auto& [tenant, seq] : advanced) {
+          auto pos = m.Position(m.QueueTenantKey(q, tenant));
+          if (!pos.ok()) return pos.status();
+          position[tenant] = *pos;
+        }
+      }
+      std::vector<const Outgoing*> chunk;
+      auto flush = [&]() -> absl::Status {
+        if (chunk.empty()) return absl::OkStatus();
+        std::vector<SendBatchEntry> entries;
+        for (size_t i = 0; i < chunk.size(); ++i) {
+          entries.push_back(SendBatchEntry{
+              fmt::format("m{}", i),
+              relay_internal::EventMessage(chunk[i]->body, chunk[i]->tenant, chunk[i]->event_id)});
+        }
+        auto r = m.queue->SendBatch(q, entries);
+        if (!r.ok()) {
+          return absl::Status(r.status().code(),
+                              fmt::format("queue {}: {}", q, std::string(r.status().message())));
+        }
+        if (!r->failed.empty()) {
+          return absl::UnavailableError(fmt::format("queue {} refused message {}: {}", q,
+                                                    r->failed[0].id,
+                                                    r->failed[0].error.ToString()));
+        }
+        for (const auto& [id, res] : r->successful) {
+          if (res.duplicate) ++duplicates;
+        }
+        for (const Outgoing* p : chunk) {
+          newest = std::max(newest, p->created_ms);
+          sent.insert(p);
+        }
+        chunk.clear();
+        return absl::OkStatus();
+      };
+      for (const Outgoing* p : per_queue[q]) {
+        if (m.o.route && p->seq <= position[p->tenant]) continue;  // this queue has it
+        chunk.push_back(p);
+        if (chunk.size() == 10) {
+          if (auto s = flush(); !s.ok()) {
+            metrics_.duplicates += duplicates;
+            return s;
+          }
+        }
+      }
+      if (auto s = flush(); !s.ok()) {
+        metrics_.duplicates += duplicates;
+        return s;
+      }
+      if (m.o.route) {
+        for (const auto& [tenant, seq] : advanced) {
+          if (seq <= position[tenant]) continue;
+          if (auto s = m.Raise(m.QueueTenantKey(q, tenant), seq); !s.ok()) return s;
+        }
+      }
+    }
+    const int64_t forwarded = static_cast<int64_t>(sent.size());
     // The queue has them: the tenants' positions may move (before the
     // checkpoint, so a crash in between only re-reads records it will skip).
     for (const auto& [tenant, seq] : advanced) {
       if (auto s = m.RaiseTenantLast(tenant, seq); !s.ok()) return s;
     }
+    for (const Outgoing* p : unrouted) {
+      spdlog::warn(
+          "relay {}: event delivered to nobody (no consumer queue has a matching "
+          "subscription): tenant={} event={} seq={}",
+          m.o.name, p->tenant, p->event_id, p->seq);
+    }
+    metrics_.unrouted += static_cast<int64_t>(unrouted.size());
     metrics_.resequenced += resequenced;
     metrics_.forwarded += forwarded;
     metrics_.duplicates += duplicates;

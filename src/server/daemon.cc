@@ -217,24 +217,20 @@ absl::Status Daemon::Impl::OpenAll() {
   // Renew (and rebalance) three times per lease, at most every 3 s.
   ro.stream.renew_interval = std::min(absl::Seconds(3), cfg.relay_lease / 3);
   ro.poll.batch = std::min(cfg.relay_batch, 1000);
-  // Consumer queues: each declared queue (and its DLQ) exists; the relay forwards each event to
-  // every queue with a matching subscription, in the commit of its checkpoint.
+  // Consumer queues: each declared queue (and its DLQ) exists; the relay (whichever mode)
+  // forwards each event to every queue with a matching subscription — on one SQLite file in the
+  // commit of its checkpoint, otherwise with per-queue progress (docs/ROUTING.md §6a).
   const bool routed = !cfg.catalog.queues.empty();
   for (const ConsumerQueue& q : cfg.catalog.queues) {
     if (auto s = EnsureEventQueue(queue, q.name, EventQueueOptionsOf(q)); !s.ok())
       return Prefixed(s.status(), "queues: " + q.name);
   }
   if (routed) {
-    if (cfg.relay_mode != "feed" || sqlite_store == nullptr || sqlite_queue == nullptr) {
-      return absl::FailedPreconditionError(ToAbsl(fmt::format(
-          "{}: [[queues]] (consumer queues) need relay.mode = \"feed\" with the store and the "
-          "queue in one SQLite file for now (store.backend = \"embedded\", queue.backend = "
-          "\"embedded\"); got relay.mode = \"{}\", store {}, queue {}",
-          cfg.source, cfg.relay_mode, cfg.store_backend, cfg.queue_backend)));
-    }
     auto route = MakeQueueRoute(cfg.catalog.subscriptions, cfg.queue);
     if (!route.ok()) return Prefixed(route.status(), "queues");
-    ro.feed.route = *std::move(route);
+    ro.feed.route = *route;
+    ro.stream.route = *route;
+    ro.poll.route = *std::move(route);
   }
   auto r = stack->NewEventRelay(ro);
   if (!r.ok()) return Prefixed(r.status(), "relay");

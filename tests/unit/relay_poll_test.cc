@@ -35,6 +35,11 @@ class FailingQueue final : public Queue {
     std::lock_guard<std::mutex> l(mu_);
     fail_[group] = n;
   }
+  // The next `n` sends to queue `name` fail (whatever their group).
+  void FailQueue(const std::string& name, int n) {
+    std::lock_guard<std::mutex> l(mu_);
+    fail_queue_[name] = n;
+  }
   int failures() const {
     std::lock_guard<std::mutex> l(mu_);
     return failures_;
@@ -58,6 +63,12 @@ class FailingQueue final : public Queue {
         --it->second;
         ++failures_;
         return absl::UnavailableError("injected: queue unavailable");
+      }
+      auto q_it = fail_queue_.find(std::string(q));
+      if (q_it != fail_queue_.end() && q_it->second > 0) {
+        --q_it->second;
+        ++failures_;
+        return absl::UnavailableError("injected: queue " + std::string(q) + " unavailable");
       }
     }
     return inner_->Send(q, m);
@@ -88,6 +99,7 @@ class FailingQueue final : public Queue {
   Queue* inner_;
   mutable std::mutex mu_;
   std::map<std::string, int> fail_;
+  std::map<std::string, int> fail_queue_;
   int failures_ = 0;
 };
 
@@ -275,6 +287,54 @@ TEST_F(PollRelayTest, FailedSendsBackOffExponentiallyAndHoldTheTenantBack) {
   EXPECT_EQ(s.OutboxRow("alpha", 1)->at("attempts"), Value::N(2));
   EXPECT_EQ(relay->metrics().dead.load(), 0);
   EXPECT_EQ(s.failing->failures(), 2);
+}
+
+// Consumer queues (docs/ROUTING.md §6a): each event goes to every queue of its route. A queue
+// that refuses leaves the row READY with the queues that accepted recorded on it (sent_to), and
+// the retry sends only to the queue that lacks it; the tenant's later rows wait, in order. An
+// event routed nowhere is SENT unsent and counted (unrouted).
+TEST_F(PollRelayTest, FansOutAndRetriesOnlyTheQueueThatRefused) {
+  Stack s(dir_.file("o.db"), &clock_);
+  ASSERT_TRUE(EnsureEventQueue(s.queue.get(), "second.fifo", {}).ok());
+  for (const char* type : {"com.a", "com.b", "com.none", "com.a"}) {
+    auto e = s.engine->Emit(RequestContext{.tenant = "alpha"}, type, Value::M({}));
+    ASSERT_TRUE(e.ok()) << e.status();
+  }
+  PollRelayOptions o;
+  o.backoff_base = absl::Seconds(1);
+  o.route = [](const Envelope& e) {
+    if (e.type == "com.a") return std::vector<std::string>{kQueue, "second.fifo"};
+    if (e.type == "com.b") return std::vector<std::string>{"second.fifo"};
+    return std::vector<std::string>{};
+  };
+  auto relay = s.Relay(&clock_, o);
+  s.failing->FailQueue("second.fifo", 1);
+  ASSERT_TRUE(relay->Drain().ok());
+  EXPECT_EQ(relay->metrics().retries.load(), 1);
+  auto first = DrainEventMessages(*s.queue);
+  ASSERT_EQ(first.size(), 1u);  // the default queue took alpha#1
+  EXPECT_EQ(first[0].env.seq, 1);
+  EXPECT_TRUE(DrainEventMessages(*s.queue, "second.fifo").empty());
+  auto row = s.OutboxRow("alpha", 1);
+  EXPECT_EQ(row->at("status"), Value::S("READY"));
+  EXPECT_EQ(row->at("sent_to"), Value::SS({kQueue}));
+  EXPECT_NE(row->at("last_error").s().find("second.fifo"), std::string::npos);
+  // The retry: only second.fifo gets alpha#1; then alpha#2 (second.fifo), #3 (nobody), #4.
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(relay->Drain().ok());
+  clock_.Advance(absl::Milliseconds(1));
+  ASSERT_TRUE(relay->Drain().ok());
+  std::vector<int64_t> seqs;
+  for (const auto& m : DrainEventMessages(*s.queue)) seqs.push_back(m.env.seq);
+  EXPECT_EQ(seqs, (std::vector<int64_t>{4}));
+  seqs.clear();
+  for (const auto& m : DrainEventMessages(*s.queue, "second.fifo")) seqs.push_back(m.env.seq);
+  EXPECT_EQ(seqs, (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(relay->metrics().duplicates.load(), 0);
+  EXPECT_EQ(relay->metrics().sent.load(), 3);
+  EXPECT_EQ(relay->metrics().unrouted.load(), 1);
+  for (int64_t seq = 1; seq <= 4; ++seq)
+    EXPECT_EQ(s.OutboxRow("alpha", seq)->at("status"), Value::S("SENT")) << seq;
 }
 
 TEST_F(PollRelayTest, AfterMaxAttemptsTheRowIsDeadCountedListedAndTheTenantGoesOn) {

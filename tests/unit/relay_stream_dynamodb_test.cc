@@ -54,10 +54,13 @@ class StreamRelayDynamoDb : public ::testing::Test {
     engine_ = *std::move(e);
     ASSERT_TRUE(engine_->EnsureTables().ok());
   }
-  std::unique_ptr<StreamRelay> Relay(const std::string& instance) {
+  std::unique_ptr<StreamRelay> Relay(
+      const std::string& instance,
+      std::function<std::vector<std::string>(const Envelope&)> route = nullptr) {
     StreamRelayOptions o;
     o.instance = instance;
     o.batch = 5;
+    o.route = std::move(route);
     auto r = StreamRelay::Open(store_.get(), queue_.get(), &clock_, o);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *std::move(r) : nullptr;
@@ -151,6 +154,40 @@ TEST_F(StreamRelayDynamoDb, TwoInstancesShareShardsAndADeadOnesAreTakenOverAfter
       EXPECT_FALSE(l.checkpoint.empty());
     }
   }
+}
+
+// Consumer queues on DynamoDB (docs/ROUTING.md §6a): every event once to each queue of its
+// route, per tenant in seq order; the per-queue positions are items in the relay state table
+// (their use after a failed send: StreamRelayEmbedded.AQueueThatAcceptedIsNotSentTheBatchAgain).
+TEST_F(StreamRelayDynamoDb, FansOutToEveryRoutedQueueWithPerQueueProgress) {
+  ASSERT_TRUE(EnsureEventQueue(queue_.get(), "second.fifo", {}).ok());
+  Emit({"a", "b"}, 6);  // payload i = 0..5
+  auto route = [](const Envelope& e) {
+    // Even i: both queues; odd i: the second only.
+    int64_t i = 0;
+    (void)e.payload.m().at("i").n().ToInt64(&i);
+    return i % 2 == 0 ? std::vector<std::string>{"outbox-events.fifo", "second.fifo"}
+                      : std::vector<std::string>{"second.fifo"};
+  };
+  auto r = Relay("only", route);
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r->Drain().ok());
+  EXPECT_EQ(r->metrics().forwarded.load(), 12);
+  EXPECT_EQ(r->metrics().duplicates.load(), 0);
+  auto first = DrainEvents(*queue_);
+  std::map<std::string, std::vector<int64_t>> seqs;
+  for (const auto& e : first) seqs[e.tenant].push_back(e.seq);
+  EXPECT_EQ(seqs["a"], (std::vector<int64_t>{1, 3, 5}));
+  EXPECT_EQ(seqs["b"], (std::vector<int64_t>{1, 3, 5}));
+  ExpectTenantOrder(DrainEvents(*queue_, "second.fifo"), 2, 6);
+  // The per-queue positions are in DynamoDB: sk QUEUE#<q>#TENANT#<t>.
+  GetRequest g;
+  g.table = "outbox_relay_state";
+  g.key = Item{{"pk", Value::S("RELAY#feed")}, {"sk", Value::S("QUEUE#second.fifo#TENANT#a")}};
+  g.consistent_read = true;
+  auto pos = store_->GetItem(g);
+  ASSERT_TRUE(pos.ok() && pos->has_value()) << pos.status();
+  EXPECT_EQ((*pos)->at("last_seq"), Value::N(6));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "outbox/catalog.h"
 #include "outbox/ddb_json.h"
 #include "outbox/engine.h"
 #include "outbox/envelope_codec.h"
@@ -309,6 +310,102 @@ TEST(StreamRelayEmbedded, ARelayThatLostItsLeaseCannotMoveTheCheckpoint) {
   EXPECT_EQ(r2->metrics().skipped.load() - skipped_before, 6);  // 3 events + 3 head rows
   auto got = DrainEvents(*s.queue);
   ExpectTenantOrder(got, 1, 6);
+}
+
+// Consumer queues (docs/ROUTING.md §6a) through the generic relay: each event goes once to
+// every queue with a matching DURABLE subscription, in tenant order; an event routed nowhere is
+// counted (unrouted), not sent, and does not hold its tenant back.
+TEST(StreamRelayEmbedded, FansOutToEveryQueueWithAMatchingSubscription) {
+  testing_support::TempDir d;
+  ManualClock clock;
+  Stack s(d.file("o.db"), &clock);
+  for (const char* q : {"shipping.fifo", "email.fifo"})
+    ASSERT_TRUE(EnsureEventQueue(s.queue.get(), q, {}).ok());
+  auto sub = [](const char* name, const char* glob, const char* q) {
+    Subscription x;
+    x.name = name;
+    x.glob = glob;
+    x.queue = q;
+    return x;
+  };
+  auto route =
+      MakeQueueRoute({sub("billing", "order.*", ""), sub("shipping", "order.paid", "shipping.fifo"),
+                      sub("email", "order.*", "email.fifo")},
+                     "outbox-events.fifo");
+  ASSERT_TRUE(route.ok()) << route.status();
+  StreamRelayOptions o = RelayOpts("one");
+  o.route = *route;
+  auto r = StreamRelay::Open(s.store.get(), s.queue.get(), &clock, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int i = 0; i < 3; ++i) {
+    for (const char* t : {"a", "b"}) {
+      for (const char* type : {"order.placed", "audit.logged", "order.paid"})
+        ASSERT_TRUE(s.engine->Emit(RequestContext{.tenant = t}, type, Value::M({})).ok());
+    }
+  }
+  ASSERT_TRUE((*r)->Drain().ok());
+  auto got = [&](const char* q) {
+    std::map<std::string, std::vector<std::string>> out;  // tenant -> "seq:type" in queue order
+    for (const auto& e : DrainEvents(*s.queue, q))
+      out[e.tenant].push_back(std::to_string(e.seq) + ":" + e.type);
+    return out;
+  };
+  const std::vector<std::string> all = {"1:order.placed", "3:order.paid",   "4:order.placed",
+                                        "6:order.paid",   "7:order.placed", "9:order.paid"};
+  const std::vector<std::string> paid = {"3:order.paid", "6:order.paid", "9:order.paid"};
+  for (const char* q : {"outbox-events.fifo", "email.fifo"}) {
+    auto m = got(q);
+    EXPECT_EQ(m["a"], all) << q;
+    EXPECT_EQ(m["b"], all) << q;
+  }
+  auto ship = got("shipping.fifo");
+  EXPECT_EQ(ship["a"], paid);
+  EXPECT_EQ(ship["b"], paid);
+  EXPECT_EQ((*r)->metrics().forwarded.load(), 12);  // events, each to 2 or 3 queues
+  EXPECT_EQ((*r)->metrics().unrouted.load(), 6);    // audit.logged: delivered to nobody
+  EXPECT_EQ((*r)->metrics().duplicates.load(), 0);
+  // Caught up: nothing twice.
+  ASSERT_TRUE((*r)->Drain().ok());
+  for (const char* q : {"outbox-events.fifo", "shipping.fifo", "email.fifo"})
+    EXPECT_TRUE(DrainEvents(*s.queue, q).empty()) << q;
+}
+
+// Per-queue progress: a queue that refuses (here: it does not exist yet) fails the step and
+// the checkpoint stays, but the queues that accepted are not sent the batch again — not by
+// this instance, and not by the one that takes the shard over after it died.
+TEST(StreamRelayEmbedded, AQueueThatAcceptedIsNotSentTheBatchAgain) {
+  testing_support::TempDir d;
+  ManualClock clock;
+  Stack s(d.file("o.db"), &clock);
+  StreamRelayOptions o = RelayOpts("r1");
+  o.batch = 100;  // the 4 events in one step
+  o.route = [](const Envelope&) {
+    return std::vector<std::string>{"outbox-events.fifo", "later.fifo"};
+  };
+  auto r1 = *StreamRelay::Open(s.store.get(), s.queue.get(), &clock, o);
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(s.engine->Emit(RequestContext{.tenant = "t"}, "order.paid", Value::M({})).ok());
+  auto step = r1->RunOnce();
+  ASSERT_FALSE(step.ok());
+  EXPECT_NE(std::string(step.status().message()).find("later.fifo"), std::string::npos)
+      << step.status();
+  EXPECT_EQ(s.queue->GetAttributes("outbox-events.fifo")->visible, 4);  // it accepted them
+  // Again on the same instance: the first queue is not sent them again.
+  EXPECT_FALSE(r1->RunOnce().ok());
+  EXPECT_EQ(r1->metrics().duplicates.load(), 0);
+  // The instance dies; the queue appears; the next owner sends only what later.fifo lacks.
+  r1->Stop(/*release=*/false);
+  clock.Advance(absl::Seconds(11));
+  ASSERT_TRUE(EnsureEventQueue(s.queue.get(), "later.fifo", {}).ok());
+  o.instance = "r2";
+  auto r2 = *StreamRelay::Open(s.store.get(), s.queue.get(), &clock, o);
+  ASSERT_TRUE(r2->Drain().ok());
+  EXPECT_EQ(r2->metrics().duplicates.load(), 0);
+  EXPECT_EQ(r2->metrics().forwarded.load(), 4);
+  for (const char* q : {"outbox-events.fifo", "later.fifo"}) {
+    auto got = DrainEvents(*s.queue, q);
+    ExpectTenantOrder(got, 1, 4);
+  }
 }
 
 TEST(StreamRelayEmbedded, BadOptionsNameTheField) {
