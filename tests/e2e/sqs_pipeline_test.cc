@@ -11,11 +11,16 @@
 // emitted over 8 tenants while one worker and one relay are SIGKILLed
 // mid-run and restarted. Then: every effect exactly once, nothing lost, the
 // DLQ empty, every chain intact, per-tenant first executions in seq order.
+// The fanout-* modes (issue 23, docs/ROUTING.md §6a) route "ship" to a consumer queue of its
+// own ([[queues]]): the relays (feed or poll, --config) forward each event to both queues,
+// the event queue's workers run "audit" and the consumer queue's workers "ship", and the
+// relays are SIGKILLed 10 times during the run.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -39,13 +44,17 @@ namespace outbox {
 namespace {
 
 constexpr int kTenants = 8;
-constexpr int kEvents = 5000;
+constexpr int kDefaultEvents = 5000;
 const std::vector<std::string> kSubs = {"ship", "audit"};
 
 class Pipeline : public ::testing::TestWithParam<std::string> {
  protected:
-  bool poll() const { return GetParam() == "poll"; }
+  bool fanout() const { return GetParam().rfind("fanout-", 0) == 0; }
+  // The relay mode: feed | poll (fanout-feed, fanout-poll: the same with consumer queues).
+  std::string mode() const { return fanout() ? GetParam().substr(7) : GetParam(); }
+  bool poll() const { return mode() == "poll"; }
   bool pipe() const { return GetParam() == "pipe"; }
+  int event_count() const { return fanout() ? 2000 : kDefaultEvents; }
 
   // The Pipe: DynamoDB Streams -> filter INSERT of event rows -> SQS FIFO with
   // the raw NewImage as the body. Runs until `stop`.
@@ -123,9 +132,14 @@ class Pipeline : public ::testing::TestWithParam<std::string> {
     auto a = EnsureEventQueue(queue_.get(), queue_name_, qo);
     ASSERT_TRUE(a.ok()) << a.status();
     std::ofstream c(dir_.file("c.toml"));
+    if (fanout()) {
+      c << "[[queues]]\nname = \"" << ship_queue_ << "\"\nvisibility_timeout_seconds = 6\n"
+        << "max_receive_count = 20\n";
+    }
     for (const auto& sub : kSubs) {
       c << "[[subscriptions]]\nname = \"" << sub << "\"\nglob = \"order.*\"\nlane = \"DURABLE\"\n"
         << "lease_seconds = 4\nhandler_timeout_seconds = 2\n";
+      if (fanout() && sub == "ship") c << "queue = \"" << ship_queue_ << "\"\n";
     }
   }
   void TearDown() override {
@@ -137,10 +151,10 @@ class Pipeline : public ::testing::TestWithParam<std::string> {
     }
   }
 
-  std::string Flags() {
+  std::string Flags(const std::string& queue = "") {
     return "--store dynamodb --endpoint " + testing_support::DynamoDbLocal::Endpoint() +
            " --queue-backend sqs --queue-endpoint " + testing_support::SqsLocal::Endpoint() +
-           " --queue " + queue_name_;
+           " --queue " + (queue.empty() ? queue_name_ : queue);
   }
   // Starts `outbox ARGS` as its own process (output in <dir>/<name>.log).
   void Spawn(const std::string& name, const std::string& args) {
@@ -164,13 +178,13 @@ class Pipeline : public ::testing::TestWithParam<std::string> {
     procs_[name] = -1;
   }
   void StartRelay(const std::string& name) {
-    Spawn(name,
-          "relay " + Flags() + " --mode " + GetParam() + " --lease-seconds 3 --instance " + name);
+    Spawn(name, "relay " + Flags() + " --mode " + mode() + " --lease-seconds 3 --instance " + name +
+                    (fanout() ? " --config " + dir_.file("c.toml") : ""));
   }
-  void StartWorker(const std::string& name) {
+  void StartWorker(const std::string& name, const std::string& queue = "") {
     std::string h;
     for (const auto& s : kSubs) h += " --handler " + s + "=effect";
-    Spawn(name, "worker " + Flags() + " --config " + dir_.file("c.toml") + h);
+    Spawn(name, "worker " + Flags(queue) + " --config " + dir_.file("c.toml") + h);
   }
   // (tenant, sub) -> seq -> (runs, done_at_ms) of every effect row.
   std::map<std::pair<std::string, std::string>, std::map<int64_t, std::pair<int64_t, int64_t>>>
@@ -210,6 +224,7 @@ class Pipeline : public ::testing::TestWithParam<std::string> {
   testing_support::TempDir dir_;
   std::string key_ = testing_support::DynamoDbLocal::FreshAccessKey();
   std::string queue_name_ = "p" + key_ + ".fifo";
+  std::string ship_queue_ = "s" + key_ + ".fifo";  // fanout-*: "ship"'s consumer queue
   std::unique_ptr<Store> store_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Queue> queue_;
@@ -227,6 +242,11 @@ TEST_P(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
     StartRelay("relay-b");
   }
   for (const char* w : {"worker-a", "worker-b", "worker-c"}) StartWorker(w);
+  if (fanout()) {
+    StartWorker("ship-a", ship_queue_);
+    StartWorker("ship-b", ship_queue_);
+  }
+  const int kEvents = event_count();
 
   // Emit from 4 threads, two tenants each (per-tenant order is the engine's).
   std::atomic<int> emitted{0}, failed{0};
@@ -246,9 +266,23 @@ TEST_P(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
   while (emitted.load() < kEvents / 3) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   Kill("worker-a", SIGKILL);
   StartWorker("worker-a");
+  if (fanout()) {
+    Kill("ship-a", SIGKILL);
+    StartWorker("ship-a", ship_queue_);
+  }
   if (!pipe()) {
     Kill("relay-a", SIGKILL);
     StartRelay("relay-a");
+  }
+  // Fan-out: 9 more relay SIGKILLs (10 rounds), alternating, while the emitters run and after.
+  for (int round = 2; fanout() && round <= 10; ++round) {
+    const int at = kEvents / 3 + (round - 1) * (kEvents * 2 / 3) / 10;
+    while (emitted.load() < std::min(at, kEvents))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const std::string r = round % 2 ? "relay-a" : "relay-b";
+    Kill(r, SIGKILL);
+    StartRelay(r);
   }
   for (auto& t : emitters) t.join();
   const double emit_s =
@@ -298,13 +332,21 @@ TEST_P(Pipeline, SeparateProcessesOnDynamoDbAndSqsSurviveSigkill) {
   ReceiveOptions ro;
   ro.max_messages = 10;
   ro.wait_time = absl::ZeroDuration();
-  auto dlq = queue_->Receive(DefaultDeadLetterQueue(queue_name_), ro);
-  ASSERT_TRUE(dlq.ok()) << dlq.status();
-  EXPECT_TRUE(dlq->empty()) << "the DLQ is empty";
+  for (const std::string& q : {queue_name_, ship_queue_}) {
+    if (q == ship_queue_ && !fanout()) continue;
+    auto dlq = queue_->Receive(DefaultDeadLetterQueue(q), ro);
+    ASSERT_TRUE(dlq.ok()) << dlq.status();
+    EXPECT_TRUE(dlq->empty()) << "the DLQ of " << q << " is empty";
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, Pipeline, ::testing::Values("feed", "poll", "pipe"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Modes, Pipeline,
+                         ::testing::Values("feed", "poll", "pipe", "fanout-feed", "fanout-poll"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace outbox
