@@ -4,7 +4,8 @@
 //     polling relay (PollRelay) on the SQLite file --db (store and queue).
 //   --store dynamodb: the stream relay (StreamRelay) over DynamoDB Streams with
 //     shard leases, so several relay processes share the stream; the FIFO queue
-//     is the embedded SQLite queue in --db (there is no SQS backend).
+//     is the embedded SQLite queue in --db, or SQS (--queue-backend sqs).
+//   --config with [[queues]]: every relay fans out to the consumer queues.
 // The relay mode is recorded in the store (cli/open.h StoredRelayMode) so that
 // every engine opened by the CLI writes outbox rows in poll mode (docs/RELAY.md).
 #include <signal.h>
