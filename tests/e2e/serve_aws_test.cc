@@ -6,7 +6,9 @@
 // server is SIGKILLed mid-run and restarted; every event reaches both
 // receivers (dedup by Idempotency-Key), nothing foreign, the DLQ is empty and
 // every chain verifies. Also: a relay.mode that disagrees with the mode
-// recorded in the store refuses to start, naming both.
+// recorded in the store refuses to start, naming both. The *_queues params
+// (issue 23) route "ship" to a consumer queue of its own ([[queues]]): the
+// relay fans out, serve runs a worker per queue, and the same holds.
 #include <signal.h>
 #include <stdlib.h>
 
@@ -39,6 +41,9 @@ constexpr const char* kSecret = "whsec_aws";
 
 class ServeAws : public ::testing::TestWithParam<std::string> {
  protected:
+  // feed | poll; "feed_queues" / "poll_queues": the same with "ship" on a consumer queue.
+  std::string mode() const { return GetParam().substr(0, 4); }
+  bool queues() const { return GetParam().size() > 4; }
   void SetUp() override {
     // The server (a child) inherits this: DynamoDB Local keeps one database
     // per access key, so this test's tables are its own.
@@ -64,13 +69,18 @@ class ServeAws : public ::testing::TestWithParam<std::string> {
                         << "[worker]\nthreads = 4\nlease_seconds = 4\nhandler_timeout_seconds = 3\n"
                         << "[ops]\ntoken = \"" << kToken << "\"\n"
                         << "[[event_types]]\ntype = \"com.order_placed\"\nproducer = \"shop\"\n"
+                        << (queues() ? "[[queues]]\nname = \"" + ship_queue_ +
+                                           "\"\nvisibility_timeout_seconds = 5\n"
+                                           "max_receive_count = 20\n"
+                                     : "")
                         << subs;
     return path;
   }
-  static std::string Hook(const std::string& name, const std::string& url) {
+  std::string Hook(const std::string& name, const std::string& url) const {
     return "\n[[subscriptions]]\nname = \"" + name +
            "\"\nglob = \"com.order_placed\"\nlane = \"DURABLE\"\nmax_attempts = 10\nwebhook = \"" +
-           url + "\"\nsecret = \"" + kSecret + "\"\nwebhook_timeout_seconds = 2\n";
+           url + "\"\nsecret = \"" + kSecret + "\"\nwebhook_timeout_seconds = 2\n" +
+           (queues() && name == "ship" ? "queue = \"" + ship_queue_ + "\"\n" : "");
   }
   std::string Log() {
     std::ifstream in(dir_.file("serve.log"));
@@ -87,17 +97,18 @@ class ServeAws : public ::testing::TestWithParam<std::string> {
   testing_support::TempDir dir_;
   std::string key_ = testing_support::DynamoDbLocal::FreshAccessKey();
   std::string queue_ = "s" + key_ + ".fifo";
+  std::string ship_queue_ = "c" + key_ + ".fifo";  // *_queues: "ship"'s consumer queue
 };
 
 TEST_P(ServeAws, KillNineMidRunOnDynamoDbAndSqsLosesNothing) {
   Receiver rx(kSecret);
   const std::string cfg =
-      WriteConfig(GetParam(), Hook("ship", rx.Url("ship")) + Hook("mail", rx.Url("mail")));
+      WriteConfig(mode(), Hook("ship", rx.Url("ship")) + Hook("mail", rx.Url("mail")));
   auto start = [&] { return std::make_unique<ServeProcess>(cfg, dir_.file("serve.log")); };
   auto server = start();
   ASSERT_GT(server->port(), 0) << Log();
-  EXPECT_THAT(Log(), HasSubstr("store dynamodb, queue sqs, relay " + GetParam() + " (" +
-                               (GetParam() == "poll" ? "poll" : "stream") + ")"));
+  EXPECT_THAT(Log(), HasSubstr("store dynamodb, queue sqs, relay " + mode() + " (" +
+                               (mode() == "poll" ? "poll" : "stream") + ")"));
   const int kEvents = 200;
   auto run = testing_support::EmitThroughAKillNine(&server, start, rx, kToken, "com.order_placed",
                                                    kEvents, 5, 60, 10, "ship", 60);
@@ -125,7 +136,7 @@ TEST_P(ServeAws, KillNineMidRunOnDynamoDbAndSqsLosesNothing) {
       testing_support::DynamoDbLocal::Endpoint() + " -o json 2>&1");
   EXPECT_EQ(verify.code, 0) << verify.out;
   auto status = testing_support::RunCommand(testing_support::OutboxBin() + " status" + Remote() +
-                                            " -o json 2>&1");
+                                            " --config " + cfg + " -o json 2>&1");
   ASSERT_EQ(status.code, 0) << status.out;
   json st = json::parse(status.out, nullptr, false);
   ASSERT_FALSE(st.is_discarded()) << status.out;
@@ -134,11 +145,18 @@ TEST_P(ServeAws, KillNineMidRunOnDynamoDbAndSqsLosesNothing) {
   EXPECT_EQ(st["dead_letters"], 0) << status.out;
   EXPECT_EQ(st["chain_intact"], true) << status.out;
   EXPECT_EQ(st["events"], kEvents) << status.out;
+  if (queues()) {
+    ASSERT_EQ(st["consumer_queues"].size(), 1u) << status.out;
+    EXPECT_EQ(st["consumer_queues"][0]["name"], ship_queue_) << status.out;
+    EXPECT_EQ(st["consumer_queues"][0]["visible"], 0) << status.out;
+    EXPECT_EQ(st["consumer_queues"][0]["dlq"]["visible"], 0) << status.out;
+    EXPECT_EQ(st["consumer_queues"][0]["dlq"]["in_flight"], 0) << status.out;
+  }
 }
 
 TEST_P(ServeAws, ARelayModeOtherThanTheStoresRefusesToStart) {
   Receiver rx(kSecret);
-  const std::string mode = GetParam();
+  const std::string mode = this->mode();
   const std::string other = mode == "poll" ? "feed" : "poll";
   {
     ServeProcess first(WriteConfig(mode, Hook("ship", rx.Url("ship"))), dir_.file("serve.log"));
@@ -152,7 +170,8 @@ TEST_P(ServeAws, ARelayModeOtherThanTheStoresRefusesToStart) {
                                mode + "\""));
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, ServeAws, ::testing::Values("feed", "poll"),
+INSTANTIATE_TEST_SUITE_P(Modes, ServeAws,
+                         ::testing::Values("feed", "poll", "feed_queues", "poll_queues"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
