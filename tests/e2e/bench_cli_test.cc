@@ -4,7 +4,9 @@
 // figures themselves are measured on an idle machine: docs/PERFORMANCE.md.)
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
+#include <utility>
 
 #include "nlohmann/json.hpp"
 #include "support/command.h"
@@ -84,6 +86,53 @@ TEST(BenchPipeline, BadFlagsAreUsageErrors) {
   EXPECT_NE(bad_topology.out.find("--topology"), std::string::npos) << bad_topology.out;
   auto no_sub = testing_support::RunCommand(testing_support::OutboxBin() + " bench 2>&1");
   EXPECT_NE(no_sub.code, 0) << no_sub.out;
+}
+
+// `outbox bench isolation`: four runs (shared / consumer queue, without / with a failing
+// subscriber), each delivering every effect once; the failing runs retried "a" and the
+// baselines never did. The latencies are figures for docs/PERFORMANCE.md, not asserted here.
+TEST(BenchIsolation, FourRunsDeliverEveryEffectOnce) {
+  auto r = testing_support::RunCommand(
+      testing_support::OutboxBin() +
+      " bench isolation --events 120 --tenants 3 --rate 200 --fail-seconds 0.5 -o json 2>&1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  json j = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  ASSERT_EQ(j["runs"].size(), 4u) << j.dump(2);
+  std::set<std::pair<std::string, bool>> seen;
+  for (const json& run : j["runs"]) {
+    SCOPED_TRACE(run.dump());
+    seen.insert({run["topology"].get<std::string>(), run["failing"].get<bool>()});
+    EXPECT_EQ(run["events"], 120);
+    EXPECT_EQ(run["emit_failures"], 0);
+    if (run["failing"].get<bool>()) {
+      EXPECT_GT(run["retries"].get<int64_t>(), 0) << "a failed while it was down";
+    } else {
+      EXPECT_EQ(run["retries"], 0);
+    }
+    for (const std::string sub : {"a", "b"}) {
+      const json& s = run["subscriptions"][sub];
+      EXPECT_EQ(s["lost"], 0) << sub;
+      EXPECT_EQ(s["duplicates"], 0) << sub;
+      EXPECT_GE(s["max_ms"].get<int64_t>(), s["p99_ms"].get<int64_t>()) << sub;
+      EXPECT_GE(s["p99_ms"].get<int64_t>(), s["p50_ms"].get<int64_t>()) << sub;
+    }
+  }
+  EXPECT_EQ(seen.size(), 4u) << "shared and consumer, each without and with the failure";
+  EXPECT_GT(j["b_p99_failing_over_baseline"]["shared"].get<double>(), 0);
+  EXPECT_GT(j["b_p99_failing_over_baseline"]["consumer"].get<double>(), 0);
+  EXPECT_GT(j["fsync_ms"]["p50"].get<double>(), 0);
+}
+
+TEST(BenchIsolation, BadFlagsAreUsageErrors) {
+  auto zero = testing_support::RunCommand(testing_support::OutboxBin() +
+                                          " bench isolation --events 0 2>&1");
+  EXPECT_EQ(zero.code, 2) << zero.out;
+  EXPECT_NE(zero.out.find("--events"), std::string::npos) << zero.out;
+  auto rate =
+      testing_support::RunCommand(testing_support::OutboxBin() + " bench isolation --rate 0 2>&1");
+  EXPECT_NE(rate.code, 0) << rate.out;
+  EXPECT_NE(rate.out.find("--rate"), std::string::npos) << rate.out;
 }
 
 }  // namespace
