@@ -30,6 +30,29 @@ absl::StatusOr<Item> ParseBody(const std::string& body) {
     return absl::InvalidArgumentError(fmt::format("body is not JSON: {}", ex.what()));
   }
   if (!j.is_object()) return absl::InvalidArgumentError("body is not a JSON object");
+  // An EventBridge event (a rule target without InputPath, deploy/aws/README.md): the row
+  // image is its detail. An event row never has string-valued "source"/"detail-type"
+  // attributes (DynamoDB JSON values are objects), so this reads no row as an event.
+  auto source = j.find("source");
+  auto detail_type = j.find("detail-type");
+  auto detail = j.find("detail");
+  if (source != j.end() && source->is_string() && detail_type != j.end() &&
+      detail_type->is_string() && detail != j.end()) {
+    if (!detail->is_object()) {
+      return absl::InvalidArgumentError("EventBridge event detail is not a JSON object");
+    }
+    auto item = ddbjson::DecodeItem(*detail);
+    if (!item.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("EventBridge event detail is not an event row: {}",
+                      std::string(item.status().message())));
+    }
+    if (auto env = EnvelopeFromItem(*item); !env.ok()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "EventBridge event detail is not an event row: {}", std::string(env.status().message())));
+    }
+    return item;
+  }
   return ddbjson::DecodeItem(j);
 }
 

@@ -541,6 +541,40 @@ TEST_P(WorkerProofs, PoisonPillIsRecordedAndDeletedAndTheGroupFlows) {
   EXPECT_NE(r2->at("error").s().find("envelope"), std::string::npos) << r2->at("error").s();
 }
 
+// The managed fan-out on AWS (deploy/aws/README.md) delivers the event row image as the body;
+// a rule target without InputPath delivers the whole EventBridge event with the image as its
+// detail. The worker takes both, and the inbox makes the second copy of one event a duplicate.
+TEST_P(WorkerProofs, AnEventBridgeEventWithTheRowImageAsDetailIsTheSameEvent) {
+  Subscribe("notify", "order.*");
+  auto w = Worker();
+  Envelope e = Event("t1", 1);
+  const nlohmann::json image = nlohmann::json::parse(Body(e));
+  const nlohmann::json wrapped = {{"version", "0"},
+                                  {"id", "6a7e8feb-b491-4cf7-a9f1-bf3703467718"},
+                                  {"detail-type", "outbox.event"},
+                                  {"source", "outbox"},
+                                  {"account", "111122223333"},
+                                  {"time", "2026-12-03T15:00:00Z"},
+                                  {"region", "eu-west-1"},
+                                  {"resources", nlohmann::json::array()},
+                                  {"detail", image}};
+  SendRaw(wrapped.dump(), e.tenant, "eb-1");
+  Send(e, "image-1");
+  // An EventBridge event whose detail is not an event row is a poison pill, named as such.
+  nlohmann::json other = wrapped;
+  other["detail"] = {{"orderId", "42"}};
+  SendResult bad = SendRaw(other.dump(), e.tenant, "eb-2");
+  Run(*w);
+  EXPECT_EQ(Calls("notify"), 1);
+  EXPECT_EQ(Runs(e, "notify"), 1);
+  EXPECT_EQ(w->metrics().poison_pills.load(), 1);
+  EXPECT_EQ(QueueDepth(), 0);
+  auto r = PoisonRecord(bad.message_id);
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->at("error").s().find("EventBridge event detail"), std::string::npos)
+      << r->at("error").s();
+}
+
 TEST_P(WorkerProofs, FanOutIsolationOneFailingSubscriptionDoesNotRerunTheOthers) {
   Subscribe("s1", "order.*");
   Subscribe("s2", "order.placed");
