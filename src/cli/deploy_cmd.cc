@@ -24,6 +24,7 @@ struct Flags {
 
 void Run(const Flags& f) {
   std::vector<ConsumerQueue> queues;
+  std::vector<Subscription> subscriptions;
   std::string event_queue;
   if (!f.config.empty()) {
     auto cfg = LoadCatalogToml(f.config);
@@ -39,10 +40,11 @@ void Run(const Flags& f) {
       return void(ExitCode() = kExitUsage);
     }
     queues = cfg->queues;
+    subscriptions = cfg->subscriptions;
     event_queue = cfg->default_queue;
   }
   auto base = nlohmann::json::parse(BaseAwsTemplate(), nullptr, false);
-  auto t = AwsTemplateWithQueues(std::move(base), queues, event_queue);
+  auto t = AwsTemplateWithQueues(std::move(base), queues, event_queue, subscriptions);
   if (!t.ok()) {
     std::cerr << "error: " << t.status().message() << "\n";
     return void(ExitCode() = kExitFailed);

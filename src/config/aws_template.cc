@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "fmt/format.h"
 #include "outbox/queue.h"
+#include "outbox/subscription.h"
 
 namespace outbox {
 namespace {
@@ -15,6 +16,9 @@ namespace {
 #include "config/aws_template.inc"  // kAwsTemplate, generated from deploy/aws/ by CMake
 
 using nlohmann::json;
+
+constexpr char kManagedSource[] = "outbox";
+constexpr char kManagedDetailType[] = "outbox.event";
 
 json GetAtt(const std::string& id, const char* attr) {
   return json::object({{"Fn::GetAtt", json::array({id, attr})}});
@@ -39,6 +43,184 @@ json* StatementResources(json& resources, const char* policy, const char* sid) {
   return nullptr;
 }
 
+// EventBridge pattern values for detail.type.S that match at least the event types of `subs`'
+// globs: an exact name, {"wildcard": ...} for a glob whose only special character is `*`, else
+// {"prefix": <the part before the first special character>} (a superset: the worker matches
+// the glob and the content pattern itself and deletes what it has no subscription for). Empty
+// when some glob reaches every type (the rule then matches on source and detail-type only).
+json TypeMatchers(const std::vector<const Subscription*>& subs) {
+  json out = json::array();
+  auto add = [&](json v) {
+    for (const json& o : out)
+      if (o == v) return;
+    out.push_back(std::move(v));
+  };
+  for (const Subscription* sub : subs) {
+    const std::string& g = sub->glob;
+    const size_t special = g.find_first_of("?[\\");
+    const size_t star = g.find('*');
+    if (special == std::string::npos && star == std::string::npos) {
+      add(g);
+      continue;
+    }
+    if (special == std::string::npos) {
+      std::string w;  // runs of '*' collapsed (same match; EventBridge refuses "**")
+      for (char c : g)
+        if (c != '*' || w.empty() || w.back() != '*') w += c;
+      if (w == "*") return json::array();
+      add(json::object({{"wildcard", w}}));
+      continue;
+    }
+    const std::string prefix = g.substr(0, std::min(special, star));
+    if (prefix.empty()) return json::array();
+    add(json::object({{"prefix", prefix}}));
+  }
+  return out;
+}
+
+json Ref(const std::string& id) { return json::object({{"Ref", id}}); }
+
+// The managed fan-out (UsePipe=true with consumer queues, deploy/aws/README.md): the Pipe
+// puts each event row on an EventBridge bus; per queue in use, a rule matching its
+// subscriptions' types delivers the row image (InputPath $.detail) to a standard "inbound"
+// queue, and a Pipe from that queue sends it to the FIFO queue with MessageGroupId = tenant
+// and MessageDeduplicationId = event id (an EventBridge rule sets only a fixed group id).
+void AddManagedFanOut(json& base,
+                      const std::map<std::string, std::vector<const Subscription*>>& by_target) {
+  json& res = base["Resources"];
+  const json cond = "CreatePipe";
+  res["EventBus"] = json::object(
+      {{"Type", "AWS::Events::EventBus"},
+       {"Condition", cond},
+       {"Properties", json::object({{"Name", json::object({{"Fn::Sub", "${QueueName}-bus"}})}})}});
+  json& pipe = res["EventPipe"]["Properties"];
+  pipe["Description"] =
+      "Events table stream -> EventBridge bus (detail = the event row's NewImage); one rule per "
+      "queue fans it out (deploy/aws/README.md 'One queue per consuming service').";
+  pipe["Target"] = GetAtt("EventBus", "Arn");
+  pipe["TargetParameters"] = json::object(
+      {{"InputTemplate", "<$.dynamodb.NewImage>"},
+       {"EventBridgeEventBusParameters",
+        json::object({{"Source", kManagedSource}, {"DetailType", kManagedDetailType}})}});
+  json& statements = res["PipeRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"];
+  json send = json::array(), consume = json::array();
+  for (const auto& [target, subs] : by_target) {
+    const std::string inbound = target + "Inbound", inbound_dlq = inbound + "Dlq";
+    const std::string rule = target + "Rule";
+    json name = res[target]["Properties"]["QueueName"];
+    auto inbound_name = [&](const char* suffix) {
+      if (name.is_string()) {
+        std::string n = name.get<std::string>();
+        if (auto stem = FifoStem(n)) n = std::string(*stem);
+        return json(n + suffix);
+      }
+      return json::object({{"Fn::Sub", std::string("${QueueName}") + suffix}});
+    };
+    res[inbound_dlq] =
+        json::object({{"Type", "AWS::SQS::Queue"},
+                      {"Condition", cond},
+                      {"Properties", json::object({{"QueueName", inbound_name("-inbound-dlq")},
+                                                   {"MessageRetentionPeriod", 1209600}})}});
+    res[inbound] = json::object(
+        {{"Type", "AWS::SQS::Queue"},
+         {"Condition", cond},
+         {"Properties",
+          json::object(
+              {{"QueueName", inbound_name("-inbound")},
+               {"MessageRetentionPeriod", 1209600},
+               {"VisibilityTimeout", 60},
+               {"RedrivePolicy", json::object({{"deadLetterTargetArn", GetAtt(inbound_dlq, "Arn")},
+                                               {"maxReceiveCount", 10}})}})}});
+    json alarm = res["DeadLetterAlarm"];
+    alarm["Condition"] = cond;
+    alarm["Properties"]["AlarmDescription"] = fmt::format(
+        "Events in {}: EventBridge could not deliver them to {}, or its Pipe could not send "
+        "them to the FIFO queue 10 times (deploy/aws/README.md, the managed variant).",
+        inbound_dlq, inbound);
+    alarm["Properties"]["Dimensions"] = json::array(
+        {json::object({{"Name", "QueueName"}, {"Value", GetAtt(inbound_dlq, "QueueName")}})});
+    res[inbound_dlq + "Alarm"] = alarm;
+    auto allow_rule = [&](const std::string& queue) {
+      return json::object(
+          {{"Effect", "Allow"},
+           {"Principal", json::object({{"Service", "events.amazonaws.com"}})},
+           {"Action", "sqs:SendMessage"},
+           {"Resource", GetAtt(queue, "Arn")},
+           {"Condition", json::object({{"ArnEquals", json::object({{"aws:SourceArn",
+                                                                    GetAtt(rule, "Arn")}})}})}});
+    };
+    res[inbound + "Policy"] = json::object(
+        {{"Type", "AWS::SQS::QueuePolicy"},
+         {"Condition", cond},
+         {"Properties",
+          json::object(
+              {{"Queues", json::array({Ref(inbound), Ref(inbound_dlq)})},
+               {"PolicyDocument",
+                json::object({{"Version", "2012-10-17"},
+                              {"Statement",
+                               json::array({allow_rule(inbound), allow_rule(inbound_dlq)})}})}})}});
+    json pattern = json::object({{"source", json::array({kManagedSource})},
+                                 {"detail-type", json::array({kManagedDetailType})}});
+    json types = TypeMatchers(subs);
+    if (!types.empty()) pattern["detail"] = json::object({{"type", json::object({{"S", types}})}});
+    std::string names;
+    for (const Subscription* sub : subs) names += (names.empty() ? "" : ", ") + sub->name;
+    res[rule] = json::object(
+        {{"Type", "AWS::Events::Rule"},
+         {"Condition", cond},
+         {"Properties",
+          json::object(
+              {{"Description", fmt::format("Events for {} -> {}", names, inbound)},
+               {"EventBusName", Ref("EventBus")},
+               {"EventPattern", pattern},
+               {"State", "ENABLED"},
+               {"Targets", json::array({json::object(
+                               {{"Id", "inbound"},
+                                {"Arn", GetAtt(inbound, "Arn")},
+                                {"InputPath", "$.detail"},
+                                {"DeadLetterConfig",
+                                 json::object({{"Arn", GetAtt(inbound_dlq, "Arn")}})}})})}})}});
+    res[target + "Pipe"] = json::object(
+        {{"Type", "AWS::Pipes::Pipe"},
+         {"Condition", cond},
+         {"Properties",
+          json::object(
+              {{"Description",
+                fmt::format("{} -> {}: group = tenant, dedup id = event id", inbound, target)},
+               {"RoleArn", GetAtt("PipeRole", "Arn")},
+               {"Source", GetAtt(inbound, "Arn")},
+               {"SourceParameters",
+                json::object({{"SqsQueueParameters", json::object({{"BatchSize", 10}})}})},
+               {"Target", GetAtt(target, "Arn")},
+               {"TargetParameters",
+                json::object({{"InputTemplate", "<$.body>"},
+                              {"SqsQueueParameters",
+                               json::object({{"MessageGroupId", "$.body.tenant.S"},
+                                             {"MessageDeduplicationId", "$.body.id.S"}})}})}})}});
+    send.push_back(GetAtt(target, "Arn"));
+    consume.push_back(GetAtt(inbound, "Arn"));
+  }
+  for (json& st : statements) {
+    if (st.value("Action", json::array()) == json::array({"sqs:SendMessage"})) {
+      st["Resource"] = send;
+    }
+  }
+  statements.push_back(json::object({{"Sid", "PutOnTheBus"},
+                                     {"Effect", "Allow"},
+                                     {"Action", json::array({"events:PutEvents"})},
+                                     {"Resource", GetAtt("EventBus", "Arn")}}));
+  statements.push_back(json::object(
+      {{"Sid", "ReadInbound"},
+       {"Effect", "Allow"},
+       {"Action",
+        json::array({"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"})},
+       {"Resource", consume}}));
+  base["Outputs"]["EventBusName"] = json::object(
+      {{"Condition", cond},
+       {"Value", Ref("EventBus")},
+       {"Description", "the bus the Pipe puts events on (UsePipe=true with consumer queues)"}});
+}
+
 }  // namespace
 
 std::string_view BaseAwsTemplate() { return kAwsTemplate; }
@@ -59,7 +241,8 @@ std::string QueueLogicalId(std::string_view name) {
 }
 
 absl::StatusOr<json> AwsTemplateWithQueues(json base, const std::vector<ConsumerQueue>& queues,
-                                           std::string_view event_queue) {
+                                           std::string_view event_queue,
+                                           const std::vector<Subscription>& subscriptions) {
   if (!base.is_object() || !base["Resources"].is_object() ||
       !base["Resources"].contains("DeadLetterAlarm")) {
     return absl::InvalidArgumentError(
@@ -120,17 +303,38 @@ absl::StatusOr<json> AwsTemplateWithQueues(json base, const std::vector<Consumer
         {{"Value", json::object({{"Ref", id}})},
          {"Description", fmt::format("consumer queue {} (its DLQ: {})", q.name, dlq)}});
   }
-  if (!queues.empty()) {
+  if (queues.empty()) return base;
+  if (subscriptions.empty()) {
     const json equals =
         json::object({{"Fn::Equals", json::array({json::object({{"Ref", "UsePipe"}}), "false"})}});
     const json assertion = json::object(
         {{"Assert", equals},
          {"AssertDescription",
-          "UsePipe=true feeds the event queue only; the consumer queues of this template need "
-          "`outbox relay --config` (docs/ROUTING.md §6a)"}});
+          "UsePipe=true with consumer queues needs the template generated with the "
+          "subscriptions (outbox deploy aws-template --config); or run `outbox relay --config`"}});
     base["Rules"]["ConsumerQueuesNeedTheRelay"] =
         json::object({{"Assertions", json::array({assertion})}});
+    return base;
   }
+  if (!res.contains("EventPipe") || !res.contains("PipeRole")) {
+    return absl::InvalidArgumentError("template: EventPipe / PipeRole not found");
+  }
+  // Which queue (its logical id) each DURABLE subscription is routed to: no queue, or the
+  // config's event queue, is EventQueue.
+  std::map<std::string, std::vector<const Subscription*>> by_target;
+  for (const Subscription& sub : subscriptions) {
+    if (sub.lane != Lane::kDurable) continue;
+    std::string target = "EventQueue";
+    if (!sub.queue.empty() && sub.queue != event_queue) {
+      target = "ConsumerQueue" + QueueLogicalId(sub.queue);
+      if (!res.contains(target)) {
+        return absl::InvalidArgumentError(fmt::format(
+            "subscription {}: queue {} is not a [[queues]] entry", sub.name, sub.queue));
+      }
+    }
+    by_target[target].push_back(&sub);
+  }
+  AddManagedFanOut(base, by_target);
   return base;
 }
 

@@ -151,6 +151,12 @@ TEST_F(OpsCli, QueueSelectsDeadLettersRedriveAndReplayOfAConsumerQueue) {
   nlohmann::json tj = Json(tpl);
   EXPECT_EQ(tj["Resources"]["ConsumerQueueShipping"]["Properties"]["QueueName"], "shipping.fifo");
   EXPECT_TRUE(tj["Resources"].contains("ConsumerQueueShippingDlqAlarm"));
+  // ... and, for UsePipe=true, the managed fan-out: bus, a rule and a Pipe per queue in use.
+  for (const char* id : {"EventBus", "ConsumerQueueShippingRule", "ConsumerQueueShippingPipe",
+                         "EventQueueRule", "EventQueuePipe"}) {
+    EXPECT_TRUE(tj["Resources"].contains(id)) << id;
+  }
+  EXPECT_FALSE(tj.contains("Rules")) << "UsePipe=true is not refused";
   ASSERT_EQ(Outbox("emit" + Db() + " --tenant t1 --type order.placed").code, 0);
   ASSERT_EQ(Outbox("relay" + Db() + cfg + " --once").code, 0);
   ASSERT_EQ(Outbox("worker" + Db() + cfg + " --once --handler notify-buyer=fail-terminal").code, 0);

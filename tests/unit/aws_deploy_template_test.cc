@@ -11,7 +11,9 @@
 #include "config/aws_template.h"
 #include "nlohmann/json.hpp"
 #include "outbox/catalog.h"
+#include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
+#include "outbox/event_pattern.h"
 #include "outbox/queue.h"
 #include "outbox/relay.h"
 #include "support/temp_dir.h"
@@ -176,7 +178,8 @@ TEST(DeployTemplate, PipeFilterAndTemplateFitTheEventRows) {
 
 // `outbox deploy aws-template --config`: each [[queues]] entry becomes a FIFO queue + DLQ +
 // alarm exactly as EnsureEventQueue makes the pair (names, visibility, max receive count),
-// the relay may send to it and the worker consume it, and UsePipe=true is refused.
+// the relay may send to it and the worker consume it; without the subscriptions, UsePipe=true
+// is refused (the managed fan-out needs them: the next test).
 TEST(DeployTemplate, ConsumerQueuesGetAQueueDlqAndAlarmLikeTheConfig) {
   json base = Template();
   ASSERT_FALSE(base.is_discarded());
@@ -286,6 +289,215 @@ queue = "billing-eu.fifo"
   EXPECT_NE(clash.status().message().find("a_b.fifo"), std::string::npos) << clash.status();
   EXPECT_NE(clash.status().message().find("a-b.fifo"), std::string::npos) << clash.status();
   EXPECT_FALSE(outbox::AwsTemplateWithQueues(json::object(), {a}).ok());
+}
+
+// UsePipe=true with consumer queues, generated with the config's subscriptions: the Pipe puts
+// each event row on the bus; each queue in use has a rule whose pattern — evaluated here with
+// the EventBridge pattern language of src/routing — reaches every event its subscriptions
+// want, an inbound queue, and a Pipe that sends the row image to the FIFO queue with group =
+// tenant and dedup id = event id, a body the worker decodes back to the same event.
+TEST(DeployTemplate, ManagedFanOutRoutesEachEventToTheQueuesOfItsSubscriptions) {
+  json base = Template();
+  ASSERT_FALSE(base.is_discarded());
+  outbox::testing_support::TempDir dir;
+  const std::string cfg_path = dir.file("outbox.toml");
+  std::ofstream(cfg_path) << R"([queue]
+name = "orders.fifo"
+
+[[queues]]
+name = "shipping.fifo"
+
+[[queues]]
+name = "billing.fifo"
+
+[[subscriptions]]
+name = "ship"
+glob = "order.*"
+lane = "DURABLE"
+queue = "shipping.fifo"
+
+[[subscriptions]]
+name = "welcome"
+glob = "user.created"
+lane = "DURABLE"
+queue = "shipping.fifo"
+
+[[subscriptions]]
+name = "bill"
+glob = "inv?ice.*"
+lane = "DURABLE"
+queue = "billing.fifo"
+
+[[subscriptions]]
+name = "audit"
+glob = "*.archived"
+lane = "DURABLE"
+
+[[subscriptions]]
+name = "cache"
+glob = "*"
+lane = "BEST_EFFORT"
+)";
+  auto cfg = outbox::LoadCatalogToml(cfg_path);
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  auto t = outbox::AwsTemplateWithQueues(base, cfg->queues, cfg->default_queue, cfg->subscriptions);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_FALSE(t->contains("Rules")) << "UsePipe=true is no longer refused";
+  const json& res = t->at("Resources");
+
+  // The stream Pipe targets the bus; the detail is the row image.
+  const json& bus = Res(*t, "EventBus");
+  EXPECT_EQ(bus.at("Type"), "AWS::Events::EventBus");
+  const json& pipe = Res(*t, "EventPipe").at("Properties");
+  EXPECT_EQ(pipe.at("Target"), (json{{"Fn::GetAtt", {"EventBus", "Arn"}}}));
+  EXPECT_EQ(pipe.at("TargetParameters").at("InputTemplate"), "<$.dynamodb.NewImage>");
+  const json& eb = pipe.at("TargetParameters").at("EventBridgeEventBusParameters");
+  EXPECT_EQ(pipe.at("SourceParameters"),
+            Res(base, "EventPipe").at("Properties").at("SourceParameters"))
+      << "the same INSERT-of-event-rows filter";
+
+  // The EventBridge event the bus holds for an event row, and the rules it matches.
+  auto bus_event = [&](const std::string& type, const std::string& tenant, int64_t seq) {
+    outbox::Envelope e;
+    e.id = outbox::NewEventId(1764000000000 + seq);
+    e.tenant = tenant;
+    e.type = type;
+    e.seq = seq;
+    e.correlation_id = "corr-" + std::to_string(seq);
+    e.occurred_at_ms = 1764000000000 + seq;
+    e.payload = outbox::Value::M({});
+    e.prev_hash = std::string(outbox::kGenesisHash);
+    e.hash = outbox::ComputeEventHash(e);
+    json image = outbox::ddbjson::Encode(outbox::EnvelopeToItem(e));
+    return std::pair{e, json{{"version", "0"},
+                             {"id", "5e3c1d3a-0000-0000-0000-000000000000"},
+                             {"source", eb.at("Source")},
+                             {"detail-type", eb.at("DetailType")},
+                             {"detail", image}}};
+  };
+  const std::vector<std::string> targets = {"ConsumerQueueShipping", "ConsumerQueueBilling",
+                                            "EventQueue"};
+  auto matched = [&](const json& event) {
+    std::set<std::string> out;
+    for (const std::string& q : targets) {
+      const json& rule = res.at(q + "Rule");
+      EXPECT_EQ(rule.at("Properties").at("EventBusName"), (json{{"Ref", "EventBus"}}));
+      auto p = outbox::EventPattern::FromJson(rule.at("Properties").at("EventPattern"));
+      EXPECT_TRUE(p.ok()) << q << ": " << p.status();
+      if (p.ok() && p->Matches(event)) out.insert(q);
+    }
+    return out;
+  };
+  using Set = std::set<std::string>;
+  EXPECT_EQ(matched(bus_event("order.paid", "t1", 1).second), (Set{"ConsumerQueueShipping"}));
+  EXPECT_EQ(matched(bus_event("user.created", "t1", 2).second), (Set{"ConsumerQueueShipping"}));
+  EXPECT_EQ(matched(bus_event("invoice.sent", "t1", 3).second), (Set{"ConsumerQueueBilling"}));
+  EXPECT_EQ(matched(bus_event("order.archived", "t1", 4).second),
+            (Set{"ConsumerQueueShipping", "EventQueue"}));
+  EXPECT_EQ(matched(bus_event("user.deleted", "t1", 5).second), Set{}) << "no subscription";
+  // `inv?ice.*` has no EventBridge form: the rule matches its prefix, a superset the worker
+  // narrows (an event no subscription of the queue matches is counted and deleted).
+  EXPECT_EQ(matched(bus_event("inventory.low", "t1", 6).second), (Set{"ConsumerQueueBilling"}));
+  // Another source or detail type on the bus reaches no queue.
+  json foreign = bus_event("order.paid", "t1", 7).second;
+  foreign["source"] = "shop";
+  EXPECT_EQ(matched(foreign), Set{});
+
+  for (const std::string& q : targets) {
+    SCOPED_TRACE(q);
+    const std::string inbound = q + "Inbound";
+    for (const std::string id :
+         {q + "Rule", inbound, inbound + "Dlq", inbound + "Policy", q + "Pipe"}) {
+      EXPECT_EQ(res.at(id).at("Condition"), "CreatePipe") << id;
+    }
+    // Rule -> inbound: the row image alone (InputPath), undeliverable events to the inbound DLQ.
+    const json& target = res.at(q + "Rule").at("Properties").at("Targets")[0];
+    EXPECT_EQ(target.at("Arn"), (json{{"Fn::GetAtt", {inbound, "Arn"}}}));
+    EXPECT_EQ(target.at("InputPath"), "$.detail");
+    EXPECT_EQ(target.at("DeadLetterConfig").at("Arn"),
+              (json{{"Fn::GetAtt", {inbound + "Dlq", "Arn"}}}));
+    EXPECT_FALSE(res.at(inbound).at("Properties").contains("FifoQueue")) << "a standard queue";
+    const json& alarm = res.at(inbound + "DlqAlarm");
+    EXPECT_EQ(alarm.at("Condition"), "CreatePipe");
+    EXPECT_EQ(alarm.at("Properties").at("Threshold"), 0);
+    EXPECT_EQ(alarm.at("Properties").at("Dimensions")[0].at("Value"),
+              (json{{"Fn::GetAtt", {inbound + "Dlq", "QueueName"}}}));
+    EXPECT_EQ(res.at(inbound).at("Properties").at("RedrivePolicy").at("deadLetterTargetArn"),
+              (json{{"Fn::GetAtt", {inbound + "Dlq", "Arn"}}}));
+    // Only this rule may send to its inbound queues.
+    for (const json& st :
+         res.at(inbound + "Policy").at("Properties").at("PolicyDocument").at("Statement")) {
+      EXPECT_EQ(st.at("Principal").at("Service"), "events.amazonaws.com");
+      EXPECT_EQ(st.at("Condition").at("ArnEquals").at("aws:SourceArn"),
+                (json{{"Fn::GetAtt", {q + "Rule", "Arn"}}}));
+    }
+    // Inbound -> the FIFO queue: group = tenant, dedup id = event id, body = the image.
+    const json& p = res.at(q + "Pipe").at("Properties");
+    EXPECT_EQ(p.at("Source"), (json{{"Fn::GetAtt", {inbound, "Arn"}}}));
+    EXPECT_EQ(p.at("Target"), (json{{"Fn::GetAtt", {q, "Arn"}}}));
+    EXPECT_EQ(p.at("RoleArn"), (json{{"Fn::GetAtt", {"PipeRole", "Arn"}}}));
+    const json& tp = p.at("TargetParameters");
+    EXPECT_EQ(tp.at("InputTemplate"), "<$.body>");
+    EXPECT_EQ(tp.at("SqsQueueParameters").at("MessageGroupId"), "$.body.tenant.S");
+    EXPECT_EQ(tp.at("SqsQueueParameters").at("MessageDeduplicationId"), "$.body.id.S");
+  }
+  // What reaches the FIFO queue: the rule's $.detail is the inbound body; the Pipe parses it
+  // ($.body) and sends it as is. The worker decodes it to the event the engine wrote.
+  auto [e, event] = bus_event("order.paid", "acme", 9);
+  const json body = json::parse(event.at("detail").dump());
+  EXPECT_EQ(body.at("tenant").at("S"), "acme") << "$.body.tenant.S is the tenant";
+  EXPECT_EQ(body.at("id").at("S"), e.id) << "$.body.id.S is the event id";
+  auto item = outbox::ddbjson::DecodeItem(body);
+  ASSERT_TRUE(item.ok()) << item.status();
+  auto back = outbox::EnvelopeFromItem(*item);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->id, e.id);
+  EXPECT_EQ(back->tenant, "acme");
+  EXPECT_EQ(back->seq, 9);
+
+  // The Pipe role may put on the bus, read every inbound queue and send to every FIFO queue.
+  std::set<std::string> put, read, send;
+  for (const json& st : Res(*t, "PipeRole")
+                            .at("Properties")
+                            .at("Policies")[0]
+                            .at("PolicyDocument")
+                            .at("Statement")) {
+    json r = st.at("Resource").is_array() ? st.at("Resource") : json::array({st.at("Resource")});
+    for (const json& a : st.at("Action")) {
+      for (const json& x : r) {
+        if (!x.contains("Fn::GetAtt")) continue;
+        const std::string id = x.at("Fn::GetAtt")[0];
+        if (a == "events:PutEvents") put.insert(id);
+        if (a == "sqs:ReceiveMessage") read.insert(id);
+        if (a == "sqs:SendMessage") send.insert(id);
+      }
+    }
+  }
+  EXPECT_EQ(put, (Set{"EventBus"}));
+  EXPECT_EQ(read, (Set{"ConsumerQueueShippingInbound", "ConsumerQueueBillingInbound",
+                       "EventQueueInbound"}));
+  EXPECT_EQ(send, (Set{"ConsumerQueueShipping", "ConsumerQueueBilling", "EventQueue"}));
+
+  // A glob that reaches every type: the rule matches on source and detail type only.
+  outbox::Subscription all;
+  all.name = "all";
+  all.glob = "**";
+  all.queue = "shipping.fifo";
+  auto t2 = outbox::AwsTemplateWithQueues(base, {cfg->queues[0]}, cfg->default_queue, {all});
+  ASSERT_TRUE(t2.ok()) << t2.status();
+  EXPECT_FALSE(t2->at("Resources")
+                   .at("ConsumerQueueShippingRule")
+                   .at("Properties")
+                   .at("EventPattern")
+                   .contains("detail"));
+  EXPECT_FALSE(t2->at("Resources").contains("EventQueueRule"))
+      << "no subscription on the event queue";
+  // A subscription routed to an undeclared queue is refused by name.
+  all.queue = "nowhere.fifo";
+  auto bad = outbox::AwsTemplateWithQueues(base, {cfg->queues[0]}, cfg->default_queue, {all});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("nowhere.fifo"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("all"), std::string::npos) << bad.status();
 }
 
 }  // namespace
