@@ -89,6 +89,10 @@ void AddManagedFanOut(json& base,
                       const std::map<std::string, std::vector<const Subscription*>>& by_target) {
   json& res = base["Resources"];
   const json cond = "CreatePipe";
+  base["Parameters"]["UsePipe"]["Description"] =
+      "true: instead of `outbox relay`, an EventBridge Pipe puts the events table's stream on "
+      "an EventBridge bus and one rule per queue fans it out to the queues "
+      "(deploy/aws/README.md 'The managed variant').";
   res["EventBus"] = json::object(
       {{"Type", "AWS::Events::EventBus"},
        {"Condition", cond},
