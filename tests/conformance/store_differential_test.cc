@@ -5,6 +5,7 @@
 // returned old items) must be identical. The seed is printed on failure;
 // rerun one with OUTBOX_DIFF_SEED=<seed>.
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "conformance/store_dynamodb_harness.h"
@@ -19,6 +20,16 @@ std::string ItemText(const std::optional<Item>& i) {
   return i ? ddbjson::Encode(*i).dump() : std::string("<none>");
 }
 
+// `t` without the messages OUTBOX_DIFF_MESSAGES added.
+std::string WithoutMessages(std::string t) {
+  for (size_t a; (a = t.find(" <<")) != std::string::npos;) {
+    const size_t b = t.find(">>", a);
+    if (b == std::string::npos) break;
+    t.erase(a, b + 2 - a);
+  }
+  return t;
+}
+
 // A comparable description of an outcome: error name + reasons + item, or the value.
 std::string ErrorText(const absl::Status& s) {
   std::string out = "ERROR " + DdbErrorName(s);
@@ -28,6 +39,9 @@ std::string ErrorText(const absl::Status& s) {
   }
   if (DdbErrorName(s) == ddb_error::kConditionalCheckFailed)
     out += " " + ItemText(ConditionFailedItem(s));
+  // OUTBOX_DIFF_MESSAGES=1: the messages too (to see why; they are worded differently).
+  static const bool messages = std::getenv("OUTBOX_DIFF_MESSAGES") != nullptr;
+  if (messages) out += " <<" + std::string(s.message()) + ">>";
   return out;
 }
 
@@ -160,7 +174,16 @@ class Differ {
     it["n"] = Value::N(Pick(10));
     if (Coin()) it["s"] = Value::S("v" + std::to_string(Pick(3)));
     if (Coin(20)) it["tags"] = Value::SS({"a", std::to_string(Pick(3))});
+    if (Coin(30)) it["m"] = Nested();
+    if (Coin(25)) it["l"] = Value::L({Value::N(Pick(3)), Value::S("e"), Nested()});
     return it;
+  }
+  // A map with a number, sometimes a string and a list (for nested updates and ReturnValues).
+  Value Nested() {
+    Item m{{"x", Value::N(Pick(5))}};
+    if (Coin()) m["y"] = Value::S("w" + std::to_string(Pick(2)));
+    if (Coin(40)) m["l"] = Value::L({Value::N(1), Value::N(Pick(4))});
+    return Value::M(std::move(m));
   }
 
   // One random operation, applied to both stores; returns the two outcomes.
@@ -171,6 +194,21 @@ class Differ {
         PutRequest r;
         r.table = "tbl";
         r.item = RandomItem();
+        if (Coin(3)) {
+          // Near the 400 KB item limit (409,600 bytes of names and values), on either side:
+          // sized with the embedded store's ItemSize, so DynamoDB Local checks its count.
+          r.item["big"] = Value::S("");
+          const int64_t want = kMaxItemSize - 5 + Pick(11);  // 409,595 .. 409,605
+          r.item["big"] = Value::S(std::string(static_cast<size_t>(want - ItemSize(r.item)), 'b'));
+          ++counts_[want > kMaxItemSize ? "puts over 400 KB" : "puts at 400 KB"];
+        } else if (Coin(2)) {
+          // A partition key over 2,048 bytes or a sort key over 1,024: VE.
+          if (Coin()) {
+            r.item["pk"] = Value::S(std::string(2048 + Pick(2), 'k'));
+          } else {
+            r.item["sk"] = Value::S(std::string(1024 + Pick(2), 'k'));
+          }
+        }
         Condition(&r.condition, &r.args);
         Apply(PickSpoil(), &r.table, &r.item, true, &r.args, &r.condition);
         if (Coin()) r.return_values = ReturnValues::kAllOld;
@@ -210,6 +248,53 @@ class Differ {
             r.args.values[":t"] = Value::SS({std::to_string(Pick(4))});
             break;
         }
+        // Documents (a third of the updates): nested paths — absent parents and list indexes
+        // past the end are VE or appends — list_append, a reserved word behind #name.
+        bool nested = false;
+        if (Coin(35)) {
+          nested = true;
+          ++counts_["document updates"];
+          r.args = {};
+          switch (Pick(8)) {
+            case 0:
+              r.update = "SET m.x = :d";
+              r.args.values[":d"] = Value::N(Pick(9));
+              break;  // VE when m is absent
+            case 1:
+              r.update = "SET m.l[" + std::to_string(Pick(4)) + "] = :d";
+              r.args.values[":d"] = Value::N(Pick(9));
+              break;
+            case 2:
+              r.update = "REMOVE m.y, l[" + std::to_string(Pick(4)) + "]";
+              break;
+            case 3:
+              r.update = "SET l = list_append(l, :more)";
+              r.args.values[":more"] = Value::L({Value::N(Pick(3))});
+              break;  // VE when l is absent
+            case 4:
+              r.update = "SET l = list_append(if_not_exists(l, :empty), :more)";
+              r.args.values[":empty"] = Value::L({});
+              r.args.values[":more"] = Value::L({Value::S("z")});
+              break;
+            case 5:
+              r.update = "SET m = :m";
+              r.args.values[":m"] = Nested();
+              break;
+            case 6:
+              r.update = "SET #size = :s, #data.#x = :d";  // reserved words, named
+              r.args.names["#size"] = "size";
+              r.args.names["#data"] = "m";
+              r.args.names["#x"] = "x";
+              r.args.values[":s"] = Value::S("big");
+              r.args.values[":d"] = Value::N(Pick(4));
+              if (Coin(20)) r.args.names["#unused"] = "n";  // VE: a name no expression uses
+              break;
+            default:
+              r.update = "ADD m.x :d";
+              r.args.values[":d"] = Value::N(1);
+              break;  // VE when m is absent; else ADD to a nested number
+          }
+        }
         // A key change is VE on both; with a condition, DynamoDB Local checks the
         // condition first (docs/DYNAMODB-COMPATIBILITY.md, known divergences).
         if (*r.update != "SET pk = :s") {
@@ -217,6 +302,11 @@ class Differ {
           Apply(PickSpoil(), &r.table, &r.key, false, &r.args, &r.condition);
         }
         r.return_values = static_cast<ReturnValues>(Pick(5));
+        // UPDATED_OLD/UPDATED_NEW of a nested path: DynamoDB Local returns the whole top-level
+        // attribute, DynamoDB the paths written (docs/DYNAMODB-COMPATIBILITY.md).
+        if (nested && (r.return_values == ReturnValues::kUpdatedOld ||
+                       r.return_values == ReturnValues::kUpdatedNew))
+          r.return_values = Coin() ? ReturnValues::kAllOld : ReturnValues::kAllNew;
         r.return_old_on_condition_failure = Coin();
         *what = "UpdateItem " + r.table + " " + ddbjson::Encode(r.key).dump() + " " + *r.update +
                 " if " + r.condition.value_or("-");
@@ -266,9 +356,33 @@ class Differ {
                         w.condition.value_or("");
           req.items.push_back(std::move(w));
         }
-        *what = "TransactWriteItems of " + std::to_string(req.items.size()) + what_items;
+        // ClientRequestToken (one transaction in five): a fresh token; a token that succeeded,
+        // with its own request again (success, no new effect) or with this one (mismatch).
+        std::string token_use;
+        if (Coin(20)) {
+          const int use = tokens_.empty() ? 0 : Pick(3);
+          auto it = tokens_.begin();
+          if (use > 0) std::advance(it, Pick(static_cast<int>(tokens_.size())));
+          if (use == 0) {
+            req.client_request_token = "tok-" + std::to_string(next_token_++);
+            token_use = " token new";
+            ++counts_["new tokens"];
+          } else if (use == 1) {
+            req = it->second;
+            token_use = " token replay " + it->first;
+            ++counts_["token replays"];
+          } else {
+            req.client_request_token = it->first;
+            token_use = " token reused " + it->first;
+            ++counts_["tokens reused with another request"];
+          }
+        }
+        *what =
+            "TransactWriteItems of " + std::to_string(req.items.size()) + token_use + what_items;
         auto show = [](const absl::Status&) { return std::string("OK"); };
         auto sa = a.TransactWriteItems(req), sb = b.TransactWriteItems(req);
+        if (sa.ok() && sb.ok() && req.client_request_token)
+          tokens_.emplace(*req.client_request_token, req);
         return {sa.ok() ? show(sa) : ErrorText(sa), sb.ok() ? show(sb) : ErrorText(sb)};
       }
       case 5: {
@@ -610,12 +724,17 @@ class Differ {
   }
 
   int index_changes() const { return index_changes_; }
+  // How often each of the rarer kinds of request was sent (printed with the rate).
+  const std::map<std::string, int>& counts() const { return counts_; }
 
  private:
   std::mt19937_64 rng_;
   bool index_ = false;
   GlobalSecondaryIndex gsi_;
   int index_changes_ = 0;  // indexes created or deleted by UpdateTable steps
+  std::map<std::string, TransactWriteRequest> tokens_;  // tokens whose first call succeeded
+  int next_token_ = 0;
+  std::map<std::string, int> counts_;
 };
 
 // 5 seeds x 500 requests by default (4 fixed, 1 fresh); OUTBOX_DIFF_SEED=<seed> reruns one,
@@ -632,6 +751,7 @@ TEST(StoreDifferential, EmbeddedAndDynamoDbLocalAgree) {
   int steps = 500;
   if (const char* s = std::getenv("OUTBOX_DIFF_STEPS")) steps = std::stoi(s);
   int64_t compared = 0, identical = 0, errors = 0, index_changes = 0;
+  std::map<std::string, int> counts;
   for (uint64_t seed : seeds) {
     SCOPED_TRACE("seed " + std::to_string(seed) +
                  " (rerun: OUTBOX_DIFF_SEED=" + std::to_string(seed) + ")");
@@ -672,7 +792,7 @@ TEST(StoreDifferential, EmbeddedAndDynamoDbLocalAgree) {
       auto [x, y] = d.Step(**embedded, **remote, &what);
       ++compared;
       if (y.find("ERROR ") != std::string::npos) ++errors;
-      if (x == y) {
+      if (WithoutMessages(x) == WithoutMessages(y)) {
         ++identical;
       } else {
         ++diffs;
@@ -681,6 +801,7 @@ TEST(StoreDifferential, EmbeddedAndDynamoDbLocalAgree) {
       }
     }
     index_changes += d.index_changes();
+    for (const auto& [k, v] : d.counts()) counts[k] += v;
   }
   std::printf(
       "differential: %lld of %lld responses identical (%.2f %%) over %zu seeds; %lld errors; "
@@ -688,6 +809,7 @@ TEST(StoreDifferential, EmbeddedAndDynamoDbLocalAgree) {
       static_cast<long long>(identical), static_cast<long long>(compared),
       compared ? 100.0 * static_cast<double>(identical) / static_cast<double>(compared) : 0.0,
       seeds.size(), static_cast<long long>(errors), static_cast<long long>(index_changes));
+  for (const auto& [k, v] : counts) std::printf("  %s: %d\n", k.c_str(), v);
 }
 
 }  // namespace

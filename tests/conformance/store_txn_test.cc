@@ -224,6 +224,35 @@ TEST_P(StoreTest, TransactionChecksRunInRequestOrder) {
   EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ResourceNotFoundException");
 }
 
+// Names or values given to an action with no expression are a ValidationException of that
+// action's turn in the pass — after its table is found, unlike a syntax error or an unused
+// placeholder of an expression, which fail the call before any table is looked up (probed on
+// DynamoDB Local; found by the differential test, seed 471426954).
+TEST_P(StoreTest, PlaceholdersWithoutAnExpressionAreCheckedInTheActionsTurn) {
+  Create(Spec());
+  auto no_table = TransactWriteItem::Put("nosuchtable", I(R"({"pk":"a","sk":"1"})"));
+  auto values_only = TransactWriteItem::Put("tbl", I(R"({"pk":"b","sk":"1"})"));
+  values_only.args.values[":u"] = N(1);
+  auto names_only = TransactWriteItem::Put("tbl", I(R"({"pk":"c","sk":"1"})"));
+  names_only.args.names["#u"] = "x";
+  auto unused = values_only;
+  unused.condition = "attribute_not_exists(pk)";  // an expression that does not use :u
+  TransactWriteRequest req;
+  req.items = {no_table, values_only};
+  EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ResourceNotFoundException");
+  req.items = {no_table, names_only};
+  EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ResourceNotFoundException");
+  req.items = {values_only, no_table};
+  auto s = store().TransactWriteItems(req);
+  EXPECT_DDB_ERROR(s, "ValidationException");
+  EXPECT_NE(std::string(s.message()).find("can only be specified when using expressions"),
+            std::string::npos)
+      << s;
+  req.items = {no_table, unused};
+  EXPECT_DDB_ERROR(store().TransactWriteItems(req), "ValidationException");
+  EXPECT_FALSE(Get("tbl", Key("b", "1"))) << "nothing written";
+}
+
 TEST_P(StoreTest, RequestLevelErrors) {
   Create(Spec());
   TransactWriteRequest empty;

@@ -43,6 +43,9 @@ struct PreparedAction {
   const TransactWriteItem* item = nullptr;
   std::shared_ptr<const expr::Condition> condition;
   std::shared_ptr<const expr::Update> update;
+  // Names or values given without any expression: a ValidationException that DynamoDB reports
+  // in the per-action pass, right after the action's table is found (not with the syntax).
+  std::string args_without_expression;
 };
 
 // One page of a Query or Scan: reads the rows of `st` (the item's text in column `item_col`),

@@ -46,7 +46,18 @@ absl::StatusOr<std::vector<PreparedAction>> Prepare(const TransactWriteRequest& 
       if (auto s = (*u)->Validate(w.args, &used); !s.ok()) return s;
       a.update = *std::move(u);
     }
-    if (auto s = expr::CheckAllUsed(w.args, used); !s.ok()) return s;
+    if (!w.condition && !w.update) {
+      if (!w.args.values.empty()) {
+        a.args_without_expression =
+            "ExpressionAttributeValues can only be specified when using expressions: "
+            "ConditionExpression is null";
+      } else if (!w.args.names.empty()) {
+        a.args_without_expression =
+            "ExpressionAttributeNames can only be specified when using expressions";
+      }
+    } else if (auto s = expr::CheckAllUsed(w.args, used); !s.ok()) {
+      return s;
+    }
     if (auto s = store::ValidateTableName(w.table); !s.ok()) return s;
     bytes += ItemSize(w.item) + static_cast<int64_t>(w.table.size()) +
              static_cast<int64_t>(w.condition.value_or("").size() + w.update.value_or("").size());
@@ -96,6 +107,7 @@ absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWrit
     };
     auto t = LoadTable(c, w.table);
     if (!t.ok()) return t.status();
+    if (!a.args_without_expression.empty()) return ValidationError(a.args_without_expression);
     const TableSpec& spec = (*t)->spec;
     const bool is_put = w.kind == TransactWriteItem::Kind::kPut;
     absl::Status ks =
