@@ -3,9 +3,9 @@
 #include <chrono>
 #include <exception>
 #include <future>
-#include <thread>
 
 #include "fmt/format.h"
+#include "worker/handler_pool.h"
 
 namespace outbox::worker {
 
@@ -48,18 +48,17 @@ HandlerRun RunHandler(const Handler& handler, std::shared_ptr<DurableContext> ct
                       const Envelope& event, absl::Duration timeout) {
   auto result = std::make_shared<std::promise<absl::Status>>();
   std::future<absl::Status> done = result->get_future();
-  std::thread t(
+  HandlerPool::Global().Run(
       [handler, ctx, event, result] { result->set_value(CallHandler(handler, *ctx, event)); });
   auto wait = std::chrono::microseconds(absl::ToInt64Microseconds(timeout));
   HandlerRun run;
   if (done.wait_for(wait) != std::future_status::ready) {
-    t.detach();
+    // The handler keeps its pool thread until it returns; the next run gets another one.
     (void)ctx->Close();
     run.status = absl::DeadlineExceededError(
         fmt::format("handler timed out after {}", absl::FormatDuration(timeout)));
     return run;
   }
-  t.join();
   run.status = done.get();
   std::vector<TransactWriteItem> writes = ctx->Close();
   if (run.status.ok()) run.writes = std::move(writes);

@@ -1,9 +1,9 @@
 // Runs one DURABLE handler with a timeout (worker middleware).
 //
-// The handler runs on its own thread; the caller waits up to `timeout` (real
-// time). A timeout or an exception is a retryable error. A handler that times
-// out keeps running detached: its context is closed, so its later AddWrite
-// calls fail and nothing it collected is ever committed.
+// The handler runs on a thread of the process-wide HandlerPool (reused, not
+// started per run); the caller waits up to `timeout` (real time). A timeout or an exception is a
+// retryable error. A handler that times out keeps running detached: its context is closed, so its
+// later AddWrite calls fail and nothing it collected is ever committed.
 #pragma once
 
 #include <memory>
