@@ -142,6 +142,13 @@ bool BenchDir(const char* bench, std::string* dir) {
   return true;
 }
 
+// The q-quantile of `sorted` (nearest rank); -1 when empty.
+int64_t Percentile(const std::vector<int64_t>& sorted, double q) {
+  if (sorted.empty()) return -1;
+  return sorted[std::min(sorted.size() - 1,
+                         static_cast<size_t>(q * static_cast<double>(sorted.size())))];
+}
+
 std::string Sub(int i) { return fmt::format("s{}", i); }
 std::string Tenant(int i) { return fmt::format("t{}", i); }
 
@@ -377,10 +384,7 @@ int RunPipeline(const BenchFlags& f) {
     }
   }
   std::sort(lat.begin(), lat.end());
-  auto pct = [&](double q) -> int64_t {
-    if (lat.empty()) return -1;
-    return lat[std::min(lat.size() - 1, static_cast<size_t>(q * static_cast<double>(lat.size())))];
-  };
+  auto pct = [&](double q) { return Percentile(lat, q); };
   struct rusage self {
   }, children{};
   getrusage(RUSAGE_SELF, &self);
@@ -604,11 +608,7 @@ absl::StatusOr<nlohmann::json> IsolationRun(const IsolationFlags& f, const std::
       }
     }
     std::sort(lat.begin(), lat.end());
-    auto pct = [&](double q) -> int64_t {
-      if (lat.empty()) return -1;
-      return lat[std::min(lat.size() - 1,
-                          static_cast<size_t>(q * static_cast<double>(lat.size())))];
-    };
+    auto pct = [&](double q) { return Percentile(lat, q); };
     subs_json[name] = {{"p50_ms", pct(0.5)},
                        {"p99_ms", pct(0.99)},
                        {"max_ms", pct(1.0)},
@@ -700,6 +700,20 @@ int RunIsolation(const IsolationFlags& f) {
   return clean ? kExitOk : kExitFailed;
 }
 
+// --dir, --keep, --stall-seconds and -o of every benchmark.
+void AddRunFlags(CLI::App* p, const char* dir_help, const char* keep_help, std::string* dir,
+                 bool* keep, int* stall_seconds, std::string* output) {
+  p->add_option("--dir", *dir, dir_help);
+  p->add_flag("--keep", *keep, keep_help);
+  p->add_option("--stall-seconds", *stall_seconds,
+                "Stop waiting when no effect lands for this long (missing effects count as lost)")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  p->add_option("-o,--output", *output, "json|table")
+      ->check(CLI::IsMember({"json", "table"}))
+      ->capture_default_str();
+}
+
 void AddIsolation(CLI::App* bench) {
   auto f = std::make_shared<IsolationFlags>();
   auto* p = bench->add_subcommand(
@@ -721,15 +735,9 @@ void AddIsolation(CLI::App* bench) {
                 "Visibility timeout of the queues: when a released message is received again")
       ->check(CLI::Range(2, 43200))
       ->capture_default_str();
-  p->add_option("--dir", f->dir, "Data folder (default: a fresh temp folder)");
-  p->add_flag("--keep", f->keep, "Keep the temp folder (the four databases)");
-  p->add_option("--stall-seconds", f->stall_seconds,
-                "Stop waiting when no effect lands for this long (missing effects count as lost)")
-      ->check(CLI::Range(1, 3600))
-      ->capture_default_str();
-  p->add_option("-o,--output", f->output, "json|table")
-      ->check(CLI::IsMember({"json", "table"}))
-      ->capture_default_str();
+  AddRunFlags(p, "Data folder (default: a fresh temp folder)",
+              "Keep the temp folder (the four databases)", &f->dir, &f->keep, &f->stall_seconds,
+              &f->output);
   p->callback([f] { ExitCode() = RunIsolation(*f); });
 }
 
@@ -773,16 +781,9 @@ void AddBench(CLI::App& app) {
   p->add_option("--worker-receivers", f->worker_receivers, "Worker receive loops")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
-  p->add_option("--dir", f->dir,
-                "Data folder (must not hold bench.db; default: a fresh temp folder)");
-  p->add_flag("--keep", f->keep, "Keep the temp folder (database and logs)");
-  p->add_option("--stall-seconds", f->stall_seconds,
-                "Stop waiting when no effect lands for this long (missing effects count as lost)")
-      ->check(CLI::Range(1, 3600))
-      ->capture_default_str();
-  p->add_option("-o,--output", f->output, "json|table")
-      ->check(CLI::IsMember({"json", "table"}))
-      ->capture_default_str();
+  AddRunFlags(p, "Data folder (must not hold bench.db; default: a fresh temp folder)",
+              "Keep the temp folder (database and logs)", &f->dir, &f->keep, &f->stall_seconds,
+              &f->output);
   p->callback([f] { ExitCode() = RunPipeline(*f); });
   AddIsolation(bench);
 }
