@@ -93,8 +93,10 @@ std::optional<Session> OpenSession(const Common& a, int* code) {
       *code = Error(kExitUsage, "config", cfg.status());
       return std::nullopt;
     }
-    // A consumer queue named by --queue is a selection; the event queue stays the default.
-    if (FindQueue(cfg->queues, a.queue) != nullptr) event_queue = ops::OpsOptions{}.queue;
+    // The config's [queue].name is the event queue unless --queue names one; a consumer
+    // queue named by --queue is a selection, and the event queue stays the config's.
+    if (!a.QueueGiven() || FindQueue(cfg->queues, a.queue) != nullptr)
+      event_queue = cfg->default_queue;
     for (const ConsumerQueue& q : cfg->queues)
       if (q.name != event_queue) consumer_queues.push_back(q.name);
     s.router = std::make_unique<routing::Router>();

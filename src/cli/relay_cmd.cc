@@ -38,7 +38,8 @@ struct Args {
   std::string instance;
   int lease_seconds = 10;
   std::string output = "table";
-  std::string config;  // outbox.toml: [[queues]] and the subscriptions routed to them
+  std::string config;  // outbox.toml: [queue].name, [[queues]] and the subscriptions routed there
+  CLI::Option* queue_flag = nullptr;  // --queue given: it wins over [queue].name
 };
 
 // Consumer queues from --config: each declared queue exists (with its DLQ) and the route sends
@@ -223,7 +224,9 @@ void AddRelay(CLI::App& app) {
       ->check(CLI::IsMember({"feed", "poll"}));
   cmd->add_flag("--switch-mode", a->switch_mode,
                 "Record --mode even when the store has another mode");
-  cmd->add_option("--queue", a->queue, "FIFO queue to forward to (the default queue)");
+  a->queue_flag = cmd->add_option(
+      "--queue", a->queue,
+      "FIFO queue to forward to (default: [queue].name of --config, else outbox-events.fifo)");
   cmd->add_option("--config", a->config,
                   "outbox.toml: forward each event to every [[queues]] entry with a matching "
                   "DURABLE subscription (docs/ROUTING.md, consumer queues)");
@@ -244,6 +247,11 @@ void AddRelay(CLI::App& app) {
   auto* poison = cmd->add_subcommand("poison", "List change records the relay could not forward");
   cmd->callback([a, poison] {
     if (poison->parsed()) return;
+    // [queue].name of --config is the event queue, as in `outbox serve` (a config that cannot
+    // be read is reported where its [[queues]] are read).
+    if (!a->config.empty() && a->queue_flag->count() == 0) {
+      if (auto cfg = LoadCatalogToml(a->config); cfg.ok()) a->queue = cfg->default_queue;
+    }
     auto st = Open(*a, "outbox relay");
     if (!st) return;
     auto stored = StoredRelayMode(st->store.get());

@@ -45,6 +45,7 @@ struct Flags {
   StoreFlags store;
   std::string config;
   std::string queue = WorkerOptions{}.queue;
+  CLI::Option* queue_flag = nullptr;  // --queue given: it wins over [queue].name
   int threads = WorkerOptions{}.threads;
   int receivers = WorkerOptions{}.receivers;
   bool once = false;
@@ -102,7 +103,8 @@ Handler BuiltinHandler(const std::string& name, const std::string& kind) {
   return [name](HandlerContext& ctx, const Envelope& e) { return LogHandler(name, ctx, e); };
 }
 
-int Run(const Flags& f) {
+int Run(const Flags& flags) {
+  Flags f = flags;
   routing::Router router;
   bool default_queue = true;
   // The queue (and its DLQ) when absent: a [[queues]] entry's settings, else the event
@@ -113,6 +115,7 @@ int Run(const Flags& f) {
   if (!f.config.empty()) {
     auto cfg = LoadCatalogToml(f.config);
     if (!cfg.ok()) return Fail(kExitUsage, "config", cfg.status());
+    if (f.queue_flag == nullptr || f.queue_flag->count() == 0) f.queue = cfg->default_queue;
     // A worker of a declared consumer queue runs only what is routed to it; any other queue is
     // the default one (subscriptions without a queue run there).
     const ConsumerQueue* declared = FindQueue(cfg->queues, f.queue);
@@ -219,8 +222,11 @@ void AddWorker(CLI::App& app) {
   AddStoreAndQueueFlags(sub, &f->store);
   sub->add_option("--config", f->config,
                   "outbox.toml with [[subscriptions]] (no C++ handler: log handler)");
-  sub->add_option("--queue", f->queue, "FIFO queue (created with a DLQ when absent)")
-      ->capture_default_str();
+  f->queue_flag =
+      sub->add_option("--queue", f->queue,
+                      "FIFO queue (created with a DLQ when absent; default: [queue].name of "
+                      "--config, else outbox-events.fifo)")
+          ->capture_default_str();
   sub->add_option("--threads", f->threads, "Threads processing the groups of a batch")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

@@ -234,6 +234,37 @@ TEST_F(OpsCli, AWorkerCreatesItsConsumerQueueAsDeclared) {
   EXPECT_EQ(q["redrive"]["max_receive_count"], 3) << q;
 }
 
+// [queue].name of --config is the event queue of every command, as it is of `outbox serve`:
+// the relay forwards there, the worker receives there, status reports it. --queue still wins.
+TEST_F(OpsCli, TheConfigsEventQueueIsTheDefaultOfRelayWorkerAndStatus) {
+  std::ofstream(config_) << "[queue]\nname = \"orders.fifo\"\n\n"
+                         << outbox::testing_support::kOrderPlacedConfig;
+  const std::string cfg = " --config " + config_;
+  ASSERT_EQ(Outbox("emit" + Db() + " --tenant t1 --type order.placed").code, 0);
+  ASSERT_EQ(Outbox("relay" + Db() + cfg + " --once").code, 0);
+  CmdResult st = Outbox("status" + Db() + cfg + " -o json");
+  nlohmann::json sj = Json(st);
+  EXPECT_EQ(sj["queue"]["name"], "orders.fifo") << st.out;
+  EXPECT_EQ(sj["queue"]["visible"], 1) << st.out;
+  EXPECT_EQ(sj["dlq"]["name"], "orders-dlq.fifo") << st.out;
+  ASSERT_EQ(Outbox("worker" + Db() + cfg + " --once").code, 0);
+  st = Outbox("status" + Db() + cfg + " -o json");
+  sj = Json(st);
+  EXPECT_EQ(sj["queue"]["visible"], 0) << st.out;
+  EXPECT_EQ(sj["inbox"][0]["completed"], 1) << st.out;
+  EXPECT_EQ(st.code, 0) << st.out;
+  // Nothing went to the built-in default.
+  CmdResult other = Outbox("status" + Db() + " -o json");
+  EXPECT_EQ(Json(other)["queue"]["name"], "outbox-events.fifo");
+  EXPECT_EQ(Json(other)["queue"]["exists"], false) << other.out;
+  // --queue wins over the config.
+  ASSERT_EQ(Outbox("emit" + Db() + " --tenant t1 --type order.placed").code, 0);
+  ASSERT_EQ(Outbox("relay" + Db() + cfg + " --queue other.fifo --once").code, 0);
+  st = Outbox("status" + Db() + cfg + " --queue other.fifo -o json");
+  EXPECT_EQ(Json(st)["queue"]["name"], "other.fifo") << st.out;
+  EXPECT_EQ(Json(st)["queue"]["visible"], 1) << st.out;
+}
+
 // Retention as a user runs it: remove what is settled behind an anchor,
 // archive it, and check both the log and the archive afterwards.
 TEST_F(OpsCli, RetentionArchivesAndTheChainAndTheArchiveStillVerify) {
