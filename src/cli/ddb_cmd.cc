@@ -3,6 +3,7 @@
 // or with `--store dynamodb [--endpoint URL] [--region R]` against DynamoDB
 // itself (any operation, sent as is, SigV4-signed, retried per src/aws/retry.h).
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -34,13 +35,21 @@ struct DdbArgs {
 void PrintJson(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
 
 // Reads --input: inline JSON, @FILE or "-" (stdin). False when unreadable.
+// The file an --input names: "@FILE", or "file://FILE" as the AWS CLI writes it; empty for
+// inline JSON.
+std::string InputFile(const std::string& input) {
+  if (!input.empty() && input[0] == '@') return input.substr(1);
+  if (input.rfind("file://", 0) == 0) return input.substr(7);
+  return "";
+}
+
 bool ReadInput(const std::string& input, std::string* text) {
   if (input == "-") {
     text->assign(std::istreambuf_iterator<char>(std::cin), {});
     return true;
   }
-  if (!input.empty() && input[0] == '@') {
-    std::ifstream f(input.substr(1), std::ios::binary);
+  if (const std::string file = InputFile(input); !file.empty()) {
+    std::ifstream f(file, std::ios::binary);
     if (!f) return false;
     std::ostringstream ss;
     ss << f.rdbuf();
@@ -84,10 +93,28 @@ int RunRemote(const DdbArgs& a, const std::string& text) {
   return kExitOk;
 }
 
-int Run(const DdbArgs& a) {
+// "put-item" (the AWS CLI's name) -> "PutItem"; any other name as given.
+std::string OperationName(const std::string& op) {
+  if (op.find('-') == std::string::npos && (op.empty() || !std::islower(op[0]))) return op;
+  std::string out;
+  bool up = true;
+  for (char c : op) {
+    if (c == '-') {
+      up = true;
+      continue;
+    }
+    out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    up = false;
+  }
+  return out;
+}
+
+int Run(const DdbArgs& args) {
+  DdbArgs a = args;
+  a.operation = OperationName(a.operation);
   std::string text;
   if (!ReadInput(a.input, &text)) {
-    std::cerr << "error: cannot read input file " << a.input.substr(1) << "\n";
+    std::cerr << "error: cannot read input file " << InputFile(a.input) << "\n";
     return kExitUsage;
   }
   if (auto s = CheckStoreFlags(a.store, a.db); !s.ok()) {
@@ -137,11 +164,14 @@ void AddDdb(CLI::App& app) {
   auto args = std::make_shared<DdbArgs>();
   auto* sub = app.add_subcommand(
       "ddb", "Run one DynamoDB API operation (JSON 1.0 body) on the embedded store");
-  sub->add_option("operation", args->operation, "DynamoDB operation, e.g. PutItem")->required();
+  sub->add_option("operation", args->operation,
+                  "DynamoDB operation, e.g. PutItem (or put-item, as the AWS CLI names it)")
+      ->required();
   sub->add_option("--db", args->db, "SQLite database file (created if missing; --store sqlite)");
   AddStoreFlags(sub, &args->store);
-  sub->add_option("-i,--input", args->input,
-                  "Request body: inline JSON, @FILE, or - for standard input (default: {})")
+  sub->add_option(
+         "-i,--input", args->input,
+         "Request body: inline JSON, @FILE (or file://FILE), or - for standard input (default: {})")
       ->capture_default_str();
   sub->footer(fmt::format(
       "Operations: {}\n\n"

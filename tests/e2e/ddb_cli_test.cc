@@ -88,6 +88,30 @@ TEST_F(DdbCliTest, TableItemsQueryAndTransaction) {
   EXPECT_EQ(Parse(g2), json::object());
 }
 
+// The AWS CLI's spelling works too: kebab-case operation names and --input file://FILE.
+TEST_F(DdbCliTest, AwsCliSpellingOfOperationsAndInputFiles) {
+  Result c = Ddb("create-table", R"({"TableName":"tbl","BillingMode":"PAY_PER_REQUEST",
+    "AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],
+    "KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]})");
+  ASSERT_EQ(c.code, 0) << c.out;
+  std::string file = dir_.file("put.json");
+  std::ofstream(file) << R"({"TableName":"tbl","Item":{"pk":{"S":"a"}}})";
+  Result p = Sh(Bin() + " ddb put-item --db " + ShellQuote(dir_.file("t.db")) + " --input file://" +
+                ShellQuote(file));
+  ASSERT_EQ(p.code, 0) << p.out;
+  Result t = Ddb("describe-time-to-live", R"({"TableName":"tbl"})");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_EQ(Parse(t)["TimeToLiveDescription"]["TimeToLiveStatus"], "DISABLED") << t.out;
+  Result g = Ddb("get-item", R"({"TableName":"tbl","Key":{"pk":{"S":"a"}}})");
+  EXPECT_EQ(Parse(g)["Item"]["pk"]["S"], "a") << g.out;
+  Result u = Ddb("frobnicate-things", "{}");
+  EXPECT_EQ(u.code, 1);
+  EXPECT_NE(u.out.find("FrobnicateThings"), std::string::npos) << u.out;
+  Result nofile = Sh(Bin() + " ddb get-item --db " + ShellQuote(dir_.file("t.db")) +
+                     " --input file:///nonexistent/x.json");
+  EXPECT_EQ(nofile.code, 2);
+}
+
 TEST_F(DdbCliTest, Errors) {
   Result u = Ddb("Frobnicate", "{}");
   EXPECT_EQ(u.code, 1);
