@@ -13,9 +13,16 @@ HandlerPool& HandlerPool::Global() {
 }
 
 HandlerPool::~HandlerPool() {
+  {
+    util::MutexLock l(mu_);
+    stopping_ = true;
+    cv_.NotifyAll();
+  }
+  AwaitNoThreads();
+}
+
+void HandlerPool::AwaitNoThreads() {
   util::MutexLock l(mu_);
-  stopping_ = true;
-  cv_.NotifyAll();
   while (alive_ > 0) ended_cv_.Wait(l);
 }
 

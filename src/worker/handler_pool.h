@@ -33,6 +33,9 @@ class HandlerPool {
   int64_t threads_started() const ABSL_LOCKS_EXCLUDED(mu_);
   int threads_alive() const ABSL_LOCKS_EXCLUDED(mu_);
   int threads_idle() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Blocks until no thread is alive (each idle one ended after `idle_exit`, each busy one
+  // finished its task first). The destructor stops the idle ones and waits the same way.
+  void AwaitNoThreads() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);

@@ -59,12 +59,12 @@ TEST(HandlerPool, ARunNeverWaitsForABusyThread) {
 }
 
 TEST(HandlerPool, IdleThreadsEnd) {
-  HandlerPool pool(absl::Milliseconds(50));
+  HandlerPool pool(absl::ZeroDuration());  // a thread with nothing queued ends at once
   RunAndWait(pool, [] {});
   RunAndWait(pool, [] {});
-  for (int i = 0; i < 400 && pool.threads_alive() > 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  pool.AwaitNoThreads();  // returns only once every thread ended
   EXPECT_EQ(pool.threads_alive(), 0);
+  EXPECT_EQ(pool.threads_idle(), 0);
   RunAndWait(pool, [] {});  // and the pool starts one again when needed
   EXPECT_GE(pool.threads_started(), 2);
 }
