@@ -158,6 +158,25 @@ struct Emitted {
   int64_t returned_ms = 0;
 };
 
+// Effect rows of tenants t0..t<tenants-1> (a full count).
+int64_t CountEffects(Store* store, int tenants) {
+  int64_t n = 0;
+  for (int t = 0; t < tenants; ++t) {
+    auto r = ReadEffects(store, Tenant(t));
+    if (r.ok()) n += static_cast<int64_t>(r->size());
+  }
+  return n;
+}
+
+// (tenant, seq) -> the time Emit returned, of every event the producers emitted.
+std::map<std::pair<std::string, int64_t>, int64_t> ReturnedAt(
+    const std::vector<std::vector<Emitted>>& emitted) {
+  std::map<std::pair<std::string, int64_t>, int64_t> out;
+  for (const auto& v : emitted)
+    for (const auto& x : v) out[{x.tenant, x.seq}] = x.returned_ms;
+  return out;
+}
+
 int RunPipeline(const BenchFlags& f) {
   if (f.events < 1 || f.tenants < 1 || f.subscriptions < 1 || f.subscriptions > 16) {
     std::cerr << "outbox bench pipeline: --events, --tenants must be >= 1; --subscriptions 1..16\n";
@@ -308,14 +327,7 @@ int RunPipeline(const BenchFlags& f) {
     }
     return counted;
   };
-  auto count_all = [&] {
-    int64_t n = 0;
-    for (int t = 0; t < f.tenants; ++t) {
-      auto r = ReadEffects(e.store(), Tenant(t));
-      if (r.ok()) n += static_cast<int64_t>(r->size());
-    }
-    return n;
-  };
+  auto count_all = [&] { return CountEffects(e.store(), f.tenants); };
   auto last_full = std::chrono::steady_clock::now();
   const int64_t expected = f.events * f.subscriptions;
   int64_t effects = 0, last_effects = -1;
@@ -367,9 +379,7 @@ int RunPipeline(const BenchFlags& f) {
   Stop(worker_pid, SIGTERM);
 
   // Propagation from the store.
-  std::map<std::pair<std::string, int64_t>, int64_t> returned;  // (tenant, seq) -> ms
-  for (const auto& v : emitted)
-    for (const auto& x : v) returned[{x.tenant, x.seq}] = x.returned_ms;
+  const auto returned = ReturnedAt(emitted);
   std::vector<int64_t> lat;
   int64_t duplicates = 0, present = 0, last_done = t0_ms;
   for (int t = 0; t < f.tenants; ++t) {
@@ -561,14 +571,7 @@ absl::StatusOr<nlohmann::json> IsolationRun(const IsolationFlags& f, const std::
   int64_t ok_events = 0;
   for (const auto& v : emitted) ok_events += static_cast<int64_t>(v.size());
   const int64_t expected = ok_events * 2;
-  auto count = [&] {
-    int64_t n = 0;
-    for (int t = 0; t < f.tenants; ++t) {
-      auto r = ReadEffects(e.store(), Tenant(t));
-      if (r.ok()) n += static_cast<int64_t>(r->size());
-    }
-    return n;
-  };
+  auto count = [&] { return CountEffects(e.store(), f.tenants); };
   int64_t last = -1;
   auto last_progress = std::chrono::steady_clock::now();
   while (true) {
@@ -589,9 +592,7 @@ absl::StatusOr<nlohmann::json> IsolationRun(const IsolationFlags& f, const std::
     retries += x->metrics().handler_retry.load();
   }
 
-  std::map<std::pair<std::string, int64_t>, int64_t> returned;
-  for (const auto& v : emitted)
-    for (const auto& x : v) returned[{x.tenant, x.seq}] = x.returned_ms;
+  const auto returned = ReturnedAt(emitted);
   nlohmann::json subs_json = nlohmann::json::object();
   for (const std::string name : {"a", "b"}) {
     std::vector<int64_t> lat;
