@@ -47,10 +47,6 @@ absl::StatusOr<Item> ParseBody(const std::string& body) {
           fmt::format("EventBridge event detail is not an event row: {}",
                       std::string(item.status().message())));
     }
-    if (auto env = EnvelopeFromItem(*item); !env.ok()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "EventBridge event detail is not an event row: {}", std::string(env.status().message())));
-    }
     return item;
   }
   return ddbjson::DecodeItem(j);
