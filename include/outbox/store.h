@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -115,6 +116,27 @@ struct TableUpdate {
   std::optional<TtlChange> ttl;
 };
 
+// ---- consumed capacity (ReturnConsumedCapacity) -----------------------------------
+// A request learns what it consumed by pointing its `consumed_capacity` at a vector: on success
+// the backend replaces the vector's contents with one entry per table the request touched (left
+// alone on error). The embedded store computes DynamoDB's documented figures from item sizes
+// (docs/DYNAMODB-COMPATIBILITY.md, "Consumed capacity"); the DynamoDB backend asks for INDEXES
+// and passes DynamoDB's figures through.
+struct Capacity {
+  double units = 0;                   // CapacityUnits
+  std::optional<double> read_units;   // ReadCapacityUnits (transactional reads)
+  std::optional<double> write_units;  // WriteCapacityUnits (transactional writes)
+  bool operator==(const Capacity&) const = default;
+};
+
+struct ConsumedCapacity {
+  std::string table;
+  Capacity total;                           // what TOTAL reports
+  Capacity table_part;                      // INDEXES: "Table"
+  std::map<std::string, Capacity> indexes;  // INDEXES: "GlobalSecondaryIndexes" (those used)
+  bool operator==(const ConsumedCapacity&) const = default;
+};
+
 enum class ReturnValues { kNone, kAllOld, kUpdatedOld, kAllNew, kUpdatedNew };
 
 // Shared by every request that takes expressions.
@@ -130,6 +152,7 @@ struct PutRequest {
   ExpressionArgs args;
   ReturnValues return_values = ReturnValues::kNone;  // NONE | ALL_OLD
   bool return_old_on_condition_failure = false;      // ReturnValuesOnConditionCheckFailure=ALL_OLD
+  std::vector<ConsumedCapacity>* consumed_capacity = nullptr;  // see ConsumedCapacity
 };
 
 struct UpdateRequest {
@@ -140,6 +163,7 @@ struct UpdateRequest {
   ExpressionArgs args;
   ReturnValues return_values = ReturnValues::kNone;
   bool return_old_on_condition_failure = false;
+  std::vector<ConsumedCapacity>* consumed_capacity = nullptr;  // see ConsumedCapacity
 };
 
 struct DeleteRequest {
@@ -149,6 +173,7 @@ struct DeleteRequest {
   ExpressionArgs args;
   ReturnValues return_values = ReturnValues::kNone;  // NONE | ALL_OLD
   bool return_old_on_condition_failure = false;
+  std::vector<ConsumedCapacity>* consumed_capacity = nullptr;  // see ConsumedCapacity
 };
 
 struct GetRequest {
@@ -157,6 +182,7 @@ struct GetRequest {
   std::optional<std::string> projection;
   AttrNames names;
   bool consistent_read = false;
+  std::vector<ConsumedCapacity>* consumed_capacity = nullptr;  // see ConsumedCapacity
 };
 
 // Attributes returned by ReturnValues (absent when NONE or nothing to return).
@@ -178,6 +204,7 @@ struct QueryRequest {
   std::optional<Item> exclusive_start_key;
   std::optional<Select> select;
   bool consistent_read = false;
+  std::vector<ConsumedCapacity>* consumed_capacity = nullptr;  // see ConsumedCapacity
 };
 
 struct QueryResult {
@@ -203,6 +230,7 @@ struct ScanRequest {
   bool consistent_read = false;
   std::optional<int> segment;
   std::optional<int> total_segments;
+  std::vector<ConsumedCapacity>* consumed_capacity = nullptr;  // see ConsumedCapacity
 };
 
 inline constexpr int kMaxTotalSegments = 1000000;
@@ -219,6 +247,7 @@ struct BatchWrite {
 // RequestItems: table name -> its writes (1–25 in all; one item at most once).
 struct BatchWriteRequest {
   std::map<std::string, std::vector<BatchWrite>> items;
+  std::vector<ConsumedCapacity>* consumed_capacity = nullptr;  // see ConsumedCapacity
 };
 
 // UnprocessedItems: writes the backend did not apply (DynamoDB under throttling); send them
@@ -238,6 +267,7 @@ struct KeysAndAttributes {
 // RequestItems: table name -> keys (1–100 in all; one key at most once).
 struct BatchGetRequest {
   std::map<std::string, KeysAndAttributes> items;
+  std::vector<ConsumedCapacity>* consumed_capacity = nullptr;  // see ConsumedCapacity
 };
 
 struct BatchGetResult {
@@ -273,6 +303,17 @@ struct TransactWriteItem {
 struct TransactWriteRequest {
   std::vector<TransactWriteItem> items;
   std::optional<std::string> client_request_token;  // 1–36 chars; idempotent for 10 minutes
+  std::vector<ConsumedCapacity>* consumed_capacity = nullptr;  // see ConsumedCapacity
+};
+
+// TransactGetItems: the gets (1–100; one item at most once). Built from the gets alone too.
+struct TransactGetRequest {
+  std::vector<GetRequest> gets;  // each get's own consumed_capacity is not used here
+  std::vector<ConsumedCapacity>* consumed_capacity = nullptr;  // see ConsumedCapacity
+
+  TransactGetRequest() = default;
+  TransactGetRequest(std::vector<GetRequest> g) : gets(std::move(g)) {}  // NOLINT: implicit
+  TransactGetRequest(std::initializer_list<GetRequest> g) : gets(g) {}
 };
 
 inline constexpr int kMaxTransactItems = 100;
@@ -354,7 +395,7 @@ class Store {
   virtual absl::Status TransactWriteItems(const TransactWriteRequest& req) = 0;
   // One entry per request, in order; nullopt for missing items.
   virtual absl::StatusOr<std::vector<std::optional<Item>>> TransactGetItems(
-      const std::vector<GetRequest>& gets) = 0;
+      const TransactGetRequest& req) = 0;
 
   // The change feed of this store's tables; never null.
   virtual ChangeFeed* change_feed() = 0;

@@ -75,7 +75,7 @@ json ToJson(const ScanRequest& r);    // Scan
 json ToJson(const BatchWriteRequest& r);
 json ToJson(const BatchGetRequest& r);
 json ToJson(const TransactWriteRequest& r);
-json ToTransactGetJson(const std::vector<GetRequest>& gets);
+json ToTransactGetJson(const TransactGetRequest& req);
 // CreateTable, without TTL (standard DynamoDB); send UpdateTimeToLiveJson after it.
 json ToJson(const TableSpec& spec);
 json ToJson(const TimeToLiveUpdate& u);      // UpdateTimeToLive
@@ -101,7 +101,15 @@ json UpdateTableResponseToJson(const TableDescription& before, const TableDescri
                                const TableUpdate& u);
 json TimeToLiveDescriptionToJson(const TableSpec& spec);  // DescribeTimeToLive
 
+// ConsumedCapacity: TOTAL gives {"TableName","CapacityUnits"[,"ReadCapacityUnits"|
+// "WriteCapacityUnits"]}; INDEXES adds "Table" and, when an index was used,
+// "GlobalSecondaryIndexes". `list` (batch and transaction operations): an array of those.
+json ConsumedCapacityToJson(const std::vector<ConsumedCapacity>& c, bool indexes, bool list);
+
 // ---- responses: JSON -> C++ (what the DynamoDB backend receives) ----------------
+
+// The response's "ConsumedCapacity" (an object or an array; absent: none).
+absl::StatusOr<std::vector<ConsumedCapacity>> ConsumedCapacityFromJson(const json& response);
 
 absl::StatusOr<WriteResult> WriteResponseFromJson(const json& j);
 absl::StatusOr<std::optional<Item>> GetItemResponseFromJson(const json& j);

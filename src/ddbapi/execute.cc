@@ -92,6 +92,41 @@ absl::Status TableFirst(Store& s, const json& body, absl::Status parse_error) {
   return parse_error;
 }
 
+// ReturnConsumedCapacity (enum-checked by the parser): where the store reports what the request
+// consumed, and the response member that reports it (an object, or an array for the batch and
+// transaction operations).
+class CapacityAsk {
+ public:
+  explicit CapacityAsk(const json& body) {
+    auto it = body.find("ReturnConsumedCapacity");
+    if (it == body.end() || !it->is_string()) return;
+    on_ = *it == "TOTAL" || *it == "INDEXES";
+    indexes_ = *it == "INDEXES";
+  }
+  std::vector<ConsumedCapacity>* sink() { return on_ ? &got_ : nullptr; }
+  json Add(json response, bool list) const {
+    if (on_ && !got_.empty())
+      response["ConsumedCapacity"] = ConsumedCapacityToJson(got_, indexes_, list);
+    return response;
+  }
+
+ private:
+  bool on_ = false, indexes_ = false;
+  std::vector<ConsumedCapacity> got_;
+};
+
+// Runs the request `r` with the body's ReturnConsumedCapacity and adds what it consumed to the
+// response `respond` makes of the result.
+template <typename Request, typename Run, typename Respond>
+absl::StatusOr<json> WithCapacity(const json& body, Request& r, Run run, Respond respond,
+                                  bool list = false) {
+  CapacityAsk ask(body);
+  r.consumed_capacity = ask.sink();
+  auto res = run(r);
+  if (!res.ok()) return res.status();
+  return ask.Add(respond(*res), list);
+}
+
 #define DDBAPI_PARSE_OR_RETURN(lhs, parse, store, body)                          \
   auto lhs##_parsed = (parse);                                                   \
   if (!lhs##_parsed.ok()) return TableFirst(store, body, lhs##_parsed.status()); \
@@ -102,62 +137,77 @@ const std::map<std::string, Handler, std::less<>>& Handlers() {
       {"PutItem",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
          DDBAPI_PARSE_OR_RETURN(r, ParsePutItem(b), s, b);
-         DDBAPI_ASSIGN_OR_RETURN(auto res, s.PutItem(r));
-         return WriteResponseToJson(res);
+         return WithCapacity(
+             b, r, [&](const PutRequest& q) { return s.PutItem(q); }, WriteResponseToJson);
        }},
       {"UpdateItem",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
          DDBAPI_PARSE_OR_RETURN(r, ParseUpdateItem(b), s, b);
-         DDBAPI_ASSIGN_OR_RETURN(auto res, s.UpdateItem(r));
-         return WriteResponseToJson(res);
+         return WithCapacity(
+             b, r, [&](const UpdateRequest& q) { return s.UpdateItem(q); }, WriteResponseToJson);
        }},
       {"DeleteItem",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
          DDBAPI_PARSE_OR_RETURN(r, ParseDeleteItem(b), s, b);
-         DDBAPI_ASSIGN_OR_RETURN(auto res, s.DeleteItem(r));
-         return WriteResponseToJson(res);
+         return WithCapacity(
+             b, r, [&](const DeleteRequest& q) { return s.DeleteItem(q); }, WriteResponseToJson);
        }},
       {"GetItem",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
          DDBAPI_PARSE_OR_RETURN(r, ParseGetItem(b), s, b);
-         DDBAPI_ASSIGN_OR_RETURN(auto res, s.GetItem(r));
-         return GetItemResponseToJson(res);
+         return WithCapacity(
+             b, r, [&](const GetRequest& q) { return s.GetItem(q); }, GetItemResponseToJson);
        }},
       {"Query",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
          DDBAPI_PARSE_OR_RETURN(r, ParseQuery(b), s, b);
-         DDBAPI_ASSIGN_OR_RETURN(auto res, s.Query(r));
-         return QueryResponseToJson(res, r.select == Select::kCount);
+         return WithCapacity(
+             b, r, [&](const QueryRequest& q) { return s.Query(q); },
+             [&](const QueryResult& res) {
+               return QueryResponseToJson(res, r.select == Select::kCount);
+             });
        }},
       {"Scan",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
          DDBAPI_PARSE_OR_RETURN(r, ParseScan(b), s, b);
-         DDBAPI_ASSIGN_OR_RETURN(auto res, s.Scan(r));
-         return QueryResponseToJson(res, r.select == Select::kCount);
+         return WithCapacity(
+             b, r, [&](const ScanRequest& q) { return s.Scan(q); },
+             [&](const QueryResult& res) {
+               return QueryResponseToJson(res, r.select == Select::kCount);
+             });
        }},
       {"BatchWriteItem",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
          DDBAPI_ASSIGN_OR_RETURN(auto r, ParseBatchWriteItem(b));
-         DDBAPI_ASSIGN_OR_RETURN(auto res, s.BatchWriteItem(r));
-         return BatchWriteResponseToJson(res);
+         return WithCapacity(
+             b, r, [&](const BatchWriteRequest& q) { return s.BatchWriteItem(q); },
+             BatchWriteResponseToJson, true);
        }},
       {"BatchGetItem",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
          DDBAPI_ASSIGN_OR_RETURN(auto r, ParseBatchGetItem(b));
-         DDBAPI_ASSIGN_OR_RETURN(auto res, s.BatchGetItem(r));
-         return BatchGetResponseToJson(res);
+         return WithCapacity(
+             b, r, [&](const BatchGetRequest& q) { return s.BatchGetItem(q); },
+             BatchGetResponseToJson, true);
        }},
       {"TransactWriteItems",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
          DDBAPI_ASSIGN_OR_RETURN(auto r, ParseTransactWriteItems(b));
-         DDBAPI_RETURN_IF_ERROR(s.TransactWriteItems(r));
-         return json::object();
+         return WithCapacity(
+             b, r,
+             [&](const TransactWriteRequest& q) -> absl::StatusOr<bool> {
+               DDBAPI_RETURN_IF_ERROR(s.TransactWriteItems(q));
+               return true;
+             },
+             [](bool) { return json::object(); }, true);
        }},
       {"TransactGetItems",
        [](Store& s, const json& b) -> absl::StatusOr<json> {
-         DDBAPI_ASSIGN_OR_RETURN(auto r, ParseTransactGetItems(b));
-         DDBAPI_ASSIGN_OR_RETURN(auto res, s.TransactGetItems(r));
-         return TransactGetResponseToJson(res);
+         DDBAPI_ASSIGN_OR_RETURN(auto gets, ParseTransactGetItems(b));
+         TransactGetRequest r(std::move(gets));
+         return WithCapacity(
+             b, r, [&](const TransactGetRequest& q) { return s.TransactGetItems(q); },
+             TransactGetResponseToJson, true);
        }},
       {"CreateTable",
        [](Store& s, const json& b) -> absl::StatusOr<json> {

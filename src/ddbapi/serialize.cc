@@ -23,6 +23,11 @@ void AddReturnOnFailure(json& j, bool all_old) {
   if (all_old) j["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD";
 }
 
+// A request that wants its consumed capacity asks for all of it (INDEXES includes TOTAL's).
+void AddCapacityAsk(json& j, const std::vector<ConsumedCapacity>* sink) {
+  if (sink) j["ReturnConsumedCapacity"] = "INDEXES";
+}
+
 json TransactActionJson(const TransactWriteItem& w) {
   json a = {{"TableName", w.table}};
   const char* kind = "Put";
@@ -70,6 +75,7 @@ json ToJson(const PutRequest& r) {
   AddArgs(j, r.args);
   AddReturnValues(j, r.return_values);
   AddReturnOnFailure(j, r.return_old_on_condition_failure);
+  AddCapacityAsk(j, r.consumed_capacity);
   return j;
 }
 
@@ -80,6 +86,7 @@ json ToJson(const UpdateRequest& r) {
   AddArgs(j, r.args);
   AddReturnValues(j, r.return_values);
   AddReturnOnFailure(j, r.return_old_on_condition_failure);
+  AddCapacityAsk(j, r.consumed_capacity);
   return j;
 }
 
@@ -89,6 +96,7 @@ json ToJson(const DeleteRequest& r) {
   AddArgs(j, r.args);
   AddReturnValues(j, r.return_values);
   AddReturnOnFailure(j, r.return_old_on_condition_failure);
+  AddCapacityAsk(j, r.consumed_capacity);
   return j;
 }
 
@@ -97,6 +105,7 @@ json ToJson(const GetRequest& r) {
   if (r.projection) j["ProjectionExpression"] = *r.projection;
   if (!r.names.empty()) j["ExpressionAttributeNames"] = r.names;
   if (r.consistent_read) j["ConsistentRead"] = true;
+  AddCapacityAsk(j, r.consumed_capacity);
   return j;
 }
 
@@ -111,6 +120,7 @@ json ToJson(const QueryRequest& r) {
   if (r.exclusive_start_key) j["ExclusiveStartKey"] = ddbjson::Encode(*r.exclusive_start_key);
   if (r.select) j["Select"] = std::string(SelectName(*r.select));
   if (r.consistent_read) j["ConsistentRead"] = true;
+  AddCapacityAsk(j, r.consumed_capacity);
   return j;
 }
 
@@ -126,6 +136,7 @@ json ToJson(const ScanRequest& r) {
   if (r.consistent_read) j["ConsistentRead"] = true;
   if (r.segment) j["Segment"] = *r.segment;
   if (r.total_segments) j["TotalSegments"] = *r.total_segments;
+  AddCapacityAsk(j, r.consumed_capacity);
   return j;
 }
 
@@ -162,30 +173,123 @@ json KeysJson(const std::map<std::string, KeysAndAttributes>& items) {
 
 }  // namespace
 
-json ToJson(const BatchWriteRequest& r) { return {{"RequestItems", WritesJson(r.items)}}; }
+json ToJson(const BatchWriteRequest& r) {
+  json j = {{"RequestItems", WritesJson(r.items)}};
+  AddCapacityAsk(j, r.consumed_capacity);
+  return j;
+}
 
-json ToJson(const BatchGetRequest& r) { return {{"RequestItems", KeysJson(r.items)}}; }
+json ToJson(const BatchGetRequest& r) {
+  json j = {{"RequestItems", KeysJson(r.items)}};
+  AddCapacityAsk(j, r.consumed_capacity);
+  return j;
+}
 
 json ToJson(const TransactWriteRequest& r) {
   json items = json::array();
   for (const auto& w : r.items) items.push_back(TransactActionJson(w));
   json j = {{"TransactItems", std::move(items)}};
   if (r.client_request_token) j["ClientRequestToken"] = *r.client_request_token;
+  AddCapacityAsk(j, r.consumed_capacity);
   return j;
 }
 
-json ToTransactGetJson(const std::vector<GetRequest>& gets) {
+json ToTransactGetJson(const TransactGetRequest& req) {
   json items = json::array();
-  for (const auto& g : gets) {
+  for (const auto& g : req.gets) {
     json a = {{"TableName", g.table}, {"Key", ddbjson::Encode(g.key)}};
     if (g.projection) a["ProjectionExpression"] = *g.projection;
     if (!g.names.empty()) a["ExpressionAttributeNames"] = g.names;
     items.push_back({{"Get", std::move(a)}});
   }
-  return {{"TransactItems", std::move(items)}};
+  json j = {{"TransactItems", std::move(items)}};
+  AddCapacityAsk(j, req.consumed_capacity);
+  return j;
 }
 
 // ---- responses ---------------------------------------------------------------------
+
+namespace {
+
+json CapacityJson(const Capacity& c) {
+  json j = {{"CapacityUnits", c.units}};
+  if (c.read_units) j["ReadCapacityUnits"] = *c.read_units;
+  if (c.write_units) j["WriteCapacityUnits"] = *c.write_units;
+  return j;
+}
+
+absl::StatusOr<Capacity> CapacityFromJson(const json& j, const std::string& where) {
+  if (!j.is_object()) return BadResponse(where);
+  Capacity c;
+  auto number = [&](const char* name) -> absl::StatusOr<std::optional<double>> {
+    auto it = j.find(name);
+    if (it == j.end()) return std::optional<double>();
+    if (!it->is_number()) return BadResponse(where + "." + name);
+    return std::optional<double>(it->get<double>());
+  };
+  DDBAPI_ASSIGN_OR_RETURN(auto units, number("CapacityUnits"));
+  c.units = units.value_or(0);
+  DDBAPI_ASSIGN_OR_RETURN(c.read_units, number("ReadCapacityUnits"));
+  DDBAPI_ASSIGN_OR_RETURN(c.write_units, number("WriteCapacityUnits"));
+  return c;
+}
+
+absl::StatusOr<ConsumedCapacity> OneCapacityFromJson(const json& j) {
+  if (!j.is_object() || !j.contains("TableName") || !j["TableName"].is_string())
+    return BadResponse("ConsumedCapacity.TableName");
+  ConsumedCapacity c;
+  c.table = j["TableName"].get<std::string>();
+  DDBAPI_ASSIGN_OR_RETURN(c.total, CapacityFromJson(j, "ConsumedCapacity"));
+  if (j.contains("Table")) {
+    DDBAPI_ASSIGN_OR_RETURN(c.table_part, CapacityFromJson(j["Table"], "ConsumedCapacity.Table"));
+  }
+  if (j.contains("GlobalSecondaryIndexes")) {
+    const json& g = j["GlobalSecondaryIndexes"];
+    if (!g.is_object()) return BadResponse("ConsumedCapacity.GlobalSecondaryIndexes");
+    for (const auto& [name, cap] : g.items()) {
+      DDBAPI_ASSIGN_OR_RETURN(c.indexes[name],
+                              CapacityFromJson(cap, "ConsumedCapacity.GlobalSecondaryIndexes"));
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+json ConsumedCapacityToJson(const std::vector<ConsumedCapacity>& caps, bool indexes, bool list) {
+  json out = json::array();
+  for (const auto& c : caps) {
+    json j = CapacityJson(c.total);
+    j["TableName"] = c.table;
+    if (indexes) {
+      j["Table"] = CapacityJson(c.table_part);
+      if (!c.indexes.empty()) {
+        json g = json::object();
+        for (const auto& [name, cap] : c.indexes) g[name] = CapacityJson(cap);
+        j["GlobalSecondaryIndexes"] = std::move(g);
+      }
+    }
+    out.push_back(std::move(j));
+  }
+  if (list) return out;
+  return out.empty() ? json::object() : out[0];
+}
+
+absl::StatusOr<std::vector<ConsumedCapacity>> ConsumedCapacityFromJson(const json& response) {
+  std::vector<ConsumedCapacity> out;
+  if (!response.is_object() || !response.contains("ConsumedCapacity")) return out;
+  const json& c = response["ConsumedCapacity"];
+  if (c.is_array()) {
+    for (const auto& e : c) {
+      DDBAPI_ASSIGN_OR_RETURN(auto one, OneCapacityFromJson(e));
+      out.push_back(std::move(one));
+    }
+  } else {
+    DDBAPI_ASSIGN_OR_RETURN(auto one, OneCapacityFromJson(c));
+    out.push_back(std::move(one));
+  }
+  return out;
+}
 
 json WriteResponseToJson(const WriteResult& r) {
   json j = json::object();

@@ -9,7 +9,9 @@
 #include <random>
 
 #include "conformance/store_dynamodb_harness.h"
+#include "fmt/format.h"
 #include "outbox/ddb_json.h"
+#include "store/common/capacity.h"
 #include "store/sqlite/sqlite_store.h"
 #include "support/temp_dir.h"
 
@@ -66,16 +68,48 @@ std::string WithoutEmptyLastPage(std::string t) {
   return t;
 }
 
-// A whole read (every page) compared without its order: items sorted, counts summed.
+// What a request consumed, comparable: every figure (`exact`), or only the tables and the
+// members of their totals (DynamoDB Local's figures for batch writes and transactions do not
+// follow DynamoDB's documented rules, and a parallel scan's segments hold other items in each
+// store; docs/DYNAMODB-COMPATIBILITY.md, "Consumed capacity").
+std::string CapacityText(std::vector<ConsumedCapacity> caps, bool exact) {
+  std::sort(caps.begin(), caps.end(),
+            [](const ConsumedCapacity& x, const ConsumedCapacity& y) { return x.table < y.table; });
+  auto one = [&](const Capacity& c) {
+    std::string out = exact ? fmt::format("{}", c.units) : std::string("u");
+    if (c.read_units) out += exact ? fmt::format(" r{}", *c.read_units) : " r";
+    if (c.write_units) out += exact ? fmt::format(" w{}", *c.write_units) : " w";
+    return out;
+  };
+  std::string out = "capacity";
+  for (const auto& c : caps) {
+    out += " [" + c.table + " " + one(c.total);
+    if (exact) {
+      out += " table " + one(c.table_part);
+      for (const auto& [name, cap] : c.indexes) out += " " + name + " " + one(cap);
+    }
+    out += "]";
+  }
+  return out;
+}
+
+// A whole read (every page) compared without its order: items sorted, counts summed; with
+// `ask`, the capacity of every page summed (its figures compared only for a read of one page:
+// each page is rounded up on its own, and the two stores order a scan, a parallel scan's
+// segments and equal index keys differently).
 struct Unordered {
   std::vector<std::string> items;
   int64_t count = 0, scanned = 0;
   std::string error;
+  bool ask = false;
+  int pages = 0;  // read; over several, the stores' pages hold items in other orders
+  std::vector<ConsumedCapacity> capacity;
   std::string Text() {
     if (!error.empty()) return error;
     std::sort(items.begin(), items.end());
     std::string out = "OK count=" + std::to_string(count) + " scanned=" + std::to_string(scanned);
     for (const auto& it : items) out += " " + it;
+    if (ask) out += " " + CapacityText(capacity, /*exact=*/pages <= 1);
     return out;
   }
 };
@@ -83,12 +117,16 @@ struct Unordered {
 // Runs `read` (one Query or Scan page) from `page` on, following LastEvaluatedKey.
 template <typename Request, typename Read>
 void AllPages(Request page, Read read, Unordered* u) {
+  std::vector<ConsumedCapacity> sink;
+  if (u->ask) page.consumed_capacity = &sink;
   for (int guard = 0; guard < 100; ++guard) {
     auto r = read(page);
     if (!r.ok()) {
       u->error = ErrorText(r.status());
       return;
     }
+    ++u->pages;
+    for (auto& c : sink) store::AddByTable(&u->capacity, c);
     u->count += r->count;
     u->scanned += r->scanned_count;
     for (const auto& it : r->items) u->items.push_back(ddbjson::Encode(it).dump());
@@ -102,7 +140,35 @@ class Differ {
   // `index`: the table has the GSI `gsi` ("by-s" on s, n) that index queries and scans use;
   // UpdateTable steps delete it and create it again (backfilled from the items there).
   Differ(uint64_t seed, bool index, GlobalSecondaryIndex gsi)
-      : rng_(seed), index_(index), gsi_(std::move(gsi)) {}
+      : rng_(seed),
+        capacity_rng_(seed ^ 0x9e3779b97f4a7c15ULL),
+        index_(index),
+        gsi_(std::move(gsi)) {}
+
+  // One request in four asks for its consumed capacity (ReturnConsumedCapacity), decided by a
+  // generator of its own so that the requests of a seed stay those of earlier versions.
+  bool AskCapacity() {
+    const bool ask = capacity_rng_() % 4 == 0;
+    if (ask) ++counts_["with ReturnConsumedCapacity"];
+    return ask;
+  }
+
+  // `call(store, request)` on both stores (a first); when asked, each with its own capacity sink
+  // and what it reports after a successful outcome.
+  template <typename Request, typename Call>
+  std::pair<std::string, std::string> Both(Store& a, Store& b, Request r, Call call,
+                                           bool exact = true) {
+    const bool ask = AskCapacity();
+    std::vector<ConsumedCapacity> got[2];
+    std::string out[2];
+    Store* stores[2] = {&a, &b};
+    for (int i = 0; i < 2; ++i) {
+      if (ask) r.consumed_capacity = &got[i];
+      out[i] = call(*stores[i], r);
+      if (ask && out[i].starts_with("OK")) out[i] += " " + CapacityText(got[i], exact);
+    }
+    return {out[0], out[1]};
+  }
 
   Value Pk() { return Value::S("p" + std::to_string(Pick(3))); }
   Value Sk() { return Value::S(std::to_string(Pick(6))); }
@@ -216,7 +282,8 @@ class Differ {
         *what = "PutItem " + r.table + " " + ddbjson::Encode(r.item).dump() + " if " +
                 r.condition.value_or("-");
         auto show = [](const WriteResult& w) { return "OK " + ItemText(w.attributes); };
-        return {Outcome(a.PutItem(r), show), Outcome(b.PutItem(r), show)};
+        return Both(a, b, r,
+                    [&](Store& s, const PutRequest& q) { return Outcome(s.PutItem(q), show); });
       }
       case 1:
       case 2: {
@@ -311,7 +378,9 @@ class Differ {
         *what = "UpdateItem " + r.table + " " + ddbjson::Encode(r.key).dump() + " " + *r.update +
                 " if " + r.condition.value_or("-");
         auto show = [](const WriteResult& w) { return "OK " + ItemText(w.attributes); };
-        return {Outcome(a.UpdateItem(r), show), Outcome(b.UpdateItem(r), show)};
+        return Both(a, b, r, [&](Store& s, const UpdateRequest& q) {
+          return Outcome(s.UpdateItem(q), show);
+        });
       }
       case 3: {
         DeleteRequest r;
@@ -324,7 +393,9 @@ class Differ {
         *what = "DeleteItem " + r.table + " " + ddbjson::Encode(r.key).dump() + " if " +
                 r.condition.value_or("-");
         auto show = [](const WriteResult& w) { return "OK " + ItemText(w.attributes); };
-        return {Outcome(a.DeleteItem(r), show), Outcome(b.DeleteItem(r), show)};
+        return Both(a, b, r, [&](Store& s, const DeleteRequest& q) {
+          return Outcome(s.DeleteItem(q), show);
+        });
       }
       case 4: {
         TransactWriteRequest req;
@@ -379,11 +450,19 @@ class Differ {
         }
         *what =
             "TransactWriteItems of " + std::to_string(req.items.size()) + token_use + what_items;
-        auto show = [](const absl::Status&) { return std::string("OK"); };
-        auto sa = a.TransactWriteItems(req), sb = b.TransactWriteItems(req);
-        if (sa.ok() && sb.ok() && req.client_request_token)
+        bool ok[2] = {false, false};
+        int run = 0;
+        auto result = Both(
+            a, b, req,
+            [&](Store& s, const TransactWriteRequest& q) {
+              absl::Status st = s.TransactWriteItems(q);
+              ok[run++] = st.ok();
+              return st.ok() ? std::string("OK") : ErrorText(st);
+            },
+            /*exact=*/false);
+        if (ok[0] && ok[1] && req.client_request_token)
           tokens_.emplace(*req.client_request_token, req);
-        return {sa.ok() ? show(sa) : ErrorText(sa), sb.ok() ? show(sb) : ErrorText(sb)};
+        return result;
       }
       case 5: {
         GetRequest r;
@@ -396,7 +475,8 @@ class Differ {
           Apply(sp, &r.table, &r.key, false, nullptr, nullptr);
         *what = "GetItem " + r.table + " " + ddbjson::Encode(r.key).dump();
         auto show = [](const std::optional<Item>& i) { return "OK " + ItemText(i); };
-        return {Outcome(a.GetItem(r), show), Outcome(b.GetItem(r), show)};
+        return Both(a, b, r,
+                    [&](Store& s, const GetRequest& q) { return Outcome(s.GetItem(q), show); });
       }
       case 7:
         return ScanStep(a, b, what);
@@ -443,14 +523,19 @@ class Differ {
         // Page through both, recording every page.
         std::string out[2];
         Store* stores[2] = {&a, &b};
+        const bool ask = AskCapacity();
+        std::vector<ConsumedCapacity> used[2];  // summed over the pages
         for (int s = 0; s < 2; ++s) {
           QueryRequest page = q;
+          std::vector<ConsumedCapacity> sink;
+          if (ask) page.consumed_capacity = &sink;
           for (int guard = 0; guard < 50; ++guard) {
             auto r = stores[s]->Query(page);
             if (!r.ok()) {
               out[s] += ErrorText(r.status());
               break;
             }
+            for (auto& c : sink) store::AddByTable(&used[s], c);
             out[s] += "page count=" + std::to_string(r->count) +
                       " scanned=" + std::to_string(r->scanned_count);
             for (const auto& it : r->items) out[s] += " " + ddbjson::Encode(it).dump();
@@ -459,7 +544,13 @@ class Differ {
             page.exclusive_start_key = r->last_evaluated_key;
           }
         }
-        return {WithoutEmptyLastPage(out[0]), WithoutEmptyLastPage(out[1])};
+        std::string shown[2] = {WithoutEmptyLastPage(out[0]), WithoutEmptyLastPage(out[1])};
+        for (int s = 0; s < 2 && ask; ++s) {
+          // Only a read that succeeded throughout reports what it consumed.
+          if (shown[s].find("ERROR") == std::string::npos)
+            shown[s] += " " + CapacityText(used[s], true);
+        }
+        return {shown[0], shown[1]};
       }
     }
   }
@@ -507,8 +598,10 @@ class Differ {
             q.projection.value_or("-") + " segments " + std::to_string(total);
     std::string out[2];
     Store* stores[2] = {&a, &b};
+    const bool ask = AskCapacity();
     for (int s = 0; s < 2; ++s) {
       Unordered u;
+      u.ask = ask;
       for (int seg = 0; seg < std::max(total, 1) && u.error.empty(); ++seg) {
         ScanRequest page = q;
         if (total) {
@@ -561,7 +654,10 @@ class Differ {
       for (const auto& [t, ws] : r.unprocessed) n += ws.size();
       return "OK unprocessed=" + std::to_string(n);
     };
-    return {Outcome(a.BatchWriteItem(req), show), Outcome(b.BatchWriteItem(req), show)};
+    return Both(
+        a, b, req,
+        [&](Store& s, const BatchWriteRequest& q) { return Outcome(s.BatchWriteItem(q), show); },
+        /*exact=*/false);
   }
 
   // 1–5 keys (sometimes one twice: VE), an optional projection, at most one other problem.
@@ -615,7 +711,9 @@ class Differ {
       for (const auto& it : items) out += " " + it;
       return out;
     };
-    return {Outcome(a.BatchGetItem(req), show), Outcome(b.BatchGetItem(req), show)};
+    return Both(a, b, req, [&](Store& s, const BatchGetRequest& q) {
+      return Outcome(s.BatchGetItem(q), show);
+    });
   }
 
   // A query of the GSI, every page. Items with equal index keys have no defined order in
@@ -658,8 +756,10 @@ class Differ {
             q.filter.value_or("-");
     std::string out[2];
     Store* stores[2] = {&a, &b};
+    const bool ask = AskCapacity();
     for (int s = 0; s < 2; ++s) {
       Unordered u;
+      u.ask = ask;
       AllPages(
           q, [&](const QueryRequest& p) { return stores[s]->Query(p); }, &u);
       out[s] = u.Text();
@@ -729,6 +829,7 @@ class Differ {
 
  private:
   std::mt19937_64 rng_;
+  std::mt19937_64 capacity_rng_;
   bool index_ = false;
   GlobalSecondaryIndex gsi_;
   int index_changes_ = 0;  // indexes created or deleted by UpdateTable steps

@@ -116,8 +116,8 @@ class FaultStore final : public SqliteStore {
     return s;
   }
   absl::StatusOr<std::vector<std::optional<Item>>> TransactGetItems(
-      const std::vector<GetRequest>& g) override {
-    if (auto s = Before("txn_get", g.empty() ? "" : g[0].table, false); !s.ok()) return s;
+      const TransactGetRequest& g) override {
+    if (auto s = Before("txn_get", g.gets.empty() ? "" : g.gets[0].table, false); !s.ok()) return s;
     return inner_->TransactGetItems(g);
   }
   ChangeFeed* change_feed() override { return this; }

@@ -315,6 +315,42 @@ TEST_F(DdbExecTest, UnknownOperationAndBadBodies) {
   EXPECT_EQ(Err("DeleteTable", "{}")["__type"], "com.amazon.coral.validate#ValidationException");
 }
 
+// ReturnConsumedCapacity, as DynamoDB shapes it: an object for one table (TOTAL without the
+// breakdown, INDEXES with "Table" and the indexes used), an array for the batch and
+// transaction operations, nothing for NONE or on error.
+TEST_F(DdbExecTest, ConsumedCapacityHasDynamoDbsShapes) {
+  EXPECT_EQ(Ok("PutItem", R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},
+      "st":{"S":"new"}},"ReturnConsumedCapacity":"TOTAL"})"),
+            J(R"({"ConsumedCapacity":{"TableName":"orders","CapacityUnits":2.0}})"));
+  EXPECT_EQ(Ok("PutItem", R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"},
+      "st":{"S":"new"}},"ReturnConsumedCapacity":"INDEXES"})"),
+            J(R"({"ConsumedCapacity":{"TableName":"orders","CapacityUnits":1.0,
+                  "Table":{"CapacityUnits":1.0}}})"));
+  EXPECT_EQ(Ok("PutItem", R"({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"}},
+      "ReturnConsumedCapacity":"NONE"})"),
+            json::object());
+  EXPECT_EQ(Ok("Query", R"({"TableName":"orders","KeyConditionExpression":"pk = :p",
+      "ExpressionAttributeValues":{":p":{"S":"a"}},"Select":"COUNT",
+      "ReturnConsumedCapacity":"INDEXES"})"),
+            J(R"({"Count":1,"ScannedCount":1,"ConsumedCapacity":{"TableName":"orders",
+                  "CapacityUnits":0.5,"Table":{"CapacityUnits":0.5}}})"));
+  EXPECT_EQ(
+      Ok("BatchGetItem", R"({"RequestItems":{"orders":{"Keys":[{"pk":{"S":"a"},"sk":{"S":"1"}}],
+      "ConsistentRead":true}},"ReturnConsumedCapacity":"TOTAL"})")["ConsumedCapacity"],
+      J(R"([{"TableName":"orders","CapacityUnits":1.0}])"));
+  EXPECT_EQ(Ok("TransactWriteItems", R"({"TransactItems":[{"Put":{"TableName":"orders",
+      "Item":{"pk":{"S":"t"},"sk":{"S":"1"}}}}],"ReturnConsumedCapacity":"TOTAL"})"),
+            J(R"({"ConsumedCapacity":[{"TableName":"orders","CapacityUnits":2.0,
+                  "WriteCapacityUnits":2.0}]})"));
+  EXPECT_EQ(Ok("TransactGetItems", R"({"TransactItems":[{"Get":{"TableName":"orders",
+      "Key":{"pk":{"S":"t"},"sk":{"S":"1"}}}}],"ReturnConsumedCapacity":"TOTAL"})")
+                ["ConsumedCapacity"],
+            J(R"([{"TableName":"orders","CapacityUnits":2.0,"ReadCapacityUnits":2.0}])"));
+  json failed = Err("PutItem", R"j({"TableName":"orders","Item":{"pk":{"S":"a"},"sk":{"S":"1"}},
+      "ConditionExpression":"attribute_not_exists(pk)","ReturnConsumedCapacity":"TOTAL"})j");
+  EXPECT_FALSE(failed.contains("ConsumedCapacity"));
+}
+
 TEST_F(DdbExecTest, ScanAndBatchOperations) {
   EXPECT_EQ(Ok("BatchWriteItem", R"({"RequestItems":{"orders":[
       {"PutRequest":{"Item":{"pk":{"S":"b"},"sk":{"S":"1"},"v":{"N":"1"}}}},

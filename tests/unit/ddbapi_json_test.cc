@@ -37,6 +37,43 @@ TEST(DdbApiJson, GetItemResponse) {
   EXPECT_FALSE(*none);
 }
 
+// What the DynamoDB backend sends and reads back: INDEXES when the request has a sink, and the
+// response's object or array as it came.
+TEST(DdbApiJson, ConsumedCapacityRoundTrips) {
+  GetRequest g;
+  g.table = "t";
+  g.key = D(R"({"pk":{"S":"a"}})");
+  EXPECT_FALSE(ToJson(g).contains("ReturnConsumedCapacity"));
+  std::vector<ConsumedCapacity> sink;
+  g.consumed_capacity = &sink;
+  EXPECT_EQ(ToJson(g)["ReturnConsumedCapacity"], "INDEXES");
+
+  ConsumedCapacity c;
+  c.table = "t";
+  c.total = {6, std::nullopt, 6};
+  c.table_part = {2, std::nullopt, 2};
+  c.indexes["gix"] = {4, std::nullopt, 4};
+  json list = ConsumedCapacityToJson({c}, true, true);
+  EXPECT_EQ(list, J(R"([{"TableName":"t","CapacityUnits":6.0,"WriteCapacityUnits":6.0,
+      "Table":{"CapacityUnits":2.0,"WriteCapacityUnits":2.0},
+      "GlobalSecondaryIndexes":{"gix":{"CapacityUnits":4.0,"WriteCapacityUnits":4.0}}}])"));
+  auto back = ConsumedCapacityFromJson(json{{"ConsumedCapacity", list}});
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0], c);
+  EXPECT_EQ(ConsumedCapacityToJson({c}, false, false),
+            J(R"({"TableName":"t","CapacityUnits":6.0,"WriteCapacityUnits":6.0})"));
+  auto single =
+      ConsumedCapacityFromJson(J(R"({"ConsumedCapacity":{"TableName":"t","CapacityUnits":0.5}})"));
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ((*single)[0].total.units, 0.5);
+  EXPECT_TRUE(ConsumedCapacityFromJson(J("{}"))->empty());
+  EXPECT_FALSE(ConsumedCapacityFromJson(J(R"({"ConsumedCapacity":{"CapacityUnits":1}})")).ok());
+  EXPECT_FALSE(
+      ConsumedCapacityFromJson(J(R"({"ConsumedCapacity":{"TableName":"t","CapacityUnits":"1"}})"))
+          .ok());
+}
+
 TEST(DdbApiJson, QueryResponse) {
   QueryResult r;
   r.items = {D(R"({"pk":{"S":"a"},"sk":{"S":"1"}})"), D(R"({"pk":{"S":"a"},"sk":{"S":"2"}})")};

@@ -113,7 +113,7 @@ class FeedSwap final : public Store {
     return s_->TransactWriteItems(r);
   }
   absl::StatusOr<std::vector<std::optional<Item>>> TransactGetItems(
-      const std::vector<GetRequest>& g) override {
+      const TransactGetRequest& g) override {
     return s_->TransactGetItems(g);
   }
   ChangeFeed* change_feed() override { return feed_; }

@@ -316,6 +316,35 @@ Item ProjectForIndex(const TableSpec& spec, const GlobalSecondaryIndex& gsi, con
   return out;
 }
 
+absl::Status CheckOneActionPerItem(
+    const TransactWriteRequest& req,
+    const std::function<std::optional<std::vector<KeyAttribute>>(const std::string&)>&
+        key_attributes) {
+  if (req.items.size() < 2) return absl::OkStatus();
+  std::vector<std::pair<std::string, Item>> seen;
+  for (const auto& w : req.items) {
+    auto attrs = key_attributes(w.table);
+    if (!attrs) return absl::OkStatus();  // unknown table: the full check answers
+    Item key;
+    bool wrong_type = false;
+    for (const KeyAttribute& a : *attrs) {
+      auto it = w.item.find(a.name);
+      if (it == w.item.end()) return absl::OkStatus();  // bad key: the full check answers
+      wrong_type |= it->second.type() != a.type;
+      key.emplace(a.name, it->second);
+    }
+    if (wrong_type) continue;  // a cancellation reason, outside the duplicate check
+    for (const auto& [t, k] : seen) {
+      if (t == w.table && k == key) {
+        return ValidationError(
+            "Transaction request cannot include multiple operations on one item");
+      }
+    }
+    seen.emplace_back(w.table, std::move(key));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateClientRequestToken(std::string_view token) {
   if (token.empty() || token.size() > 36) {
     return ValidationError(

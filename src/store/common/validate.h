@@ -1,6 +1,7 @@
 // Request validation shared by every Store backend, with DynamoDB's wording.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -54,5 +55,15 @@ absl::Status CheckIndexProjects(const TableSpec& spec, const GlobalSecondaryInde
 // An index item projected as the index says (table and index keys always kept).
 Item ProjectForIndex(const TableSpec& spec, const GlobalSecondaryIndex& gsi, const Item& item);
 absl::Status ValidateClientRequestToken(std::string_view token);
+
+// One action per item in a TransactWriteItems, checked on the request alone (before its
+// ClientRequestToken is looked up): two actions whose keys, read with `key_attributes` (the
+// table's hash and range key; nullopt: unknown), are equal → ValidationException. A request with
+// an unknown table or a key attribute missing is left to the full check; a wrong-typed key is
+// that action's cancellation reason, outside this check.
+absl::Status CheckOneActionPerItem(
+    const TransactWriteRequest& req,
+    const std::function<std::optional<std::vector<KeyAttribute>>(const std::string&)>&
+        key_attributes);
 
 }  // namespace outbox::store

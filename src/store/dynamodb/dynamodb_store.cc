@@ -32,6 +32,15 @@ class NoStreamsFeed final : public ChangeFeed {
   }
 };
 
+// DynamoDB's ConsumedCapacity of response `r`, into the request's sink (when it has one).
+absl::Status PassCapacity(const json& r, std::vector<ConsumedCapacity>* sink) {
+  if (!sink) return absl::OkStatus();
+  auto caps = ddbapi::ConsumedCapacityFromJson(r);
+  if (!caps.ok()) return caps.status();
+  *sink = *std::move(caps);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DynamoDbStore>> DynamoDbStore::Open(DynamoDbStoreOptions options) {
@@ -160,48 +169,56 @@ absl::StatusOr<TableDescription> DynamoDbStore::UpdateTable(const TableUpdate& u
 absl::StatusOr<WriteResult> DynamoDbStore::PutItem(const PutRequest& req) {
   auto r = client_->Call("PutItem", ddbapi::ToJson(req));
   if (!r.ok()) return r.status();
+  if (auto s = PassCapacity(*r, req.consumed_capacity); !s.ok()) return s;
   return ddbapi::WriteResponseFromJson(*r);
 }
 
 absl::StatusOr<WriteResult> DynamoDbStore::UpdateItem(const UpdateRequest& req) {
   auto r = client_->Call("UpdateItem", ddbapi::ToJson(req));
   if (!r.ok()) return r.status();
+  if (auto s = PassCapacity(*r, req.consumed_capacity); !s.ok()) return s;
   return ddbapi::WriteResponseFromJson(*r);
 }
 
 absl::StatusOr<WriteResult> DynamoDbStore::DeleteItem(const DeleteRequest& req) {
   auto r = client_->Call("DeleteItem", ddbapi::ToJson(req));
   if (!r.ok()) return r.status();
+  if (auto s = PassCapacity(*r, req.consumed_capacity); !s.ok()) return s;
   return ddbapi::WriteResponseFromJson(*r);
 }
 
 absl::StatusOr<std::optional<Item>> DynamoDbStore::GetItem(const GetRequest& req) {
   auto r = client_->Call("GetItem", ddbapi::ToJson(req));
   if (!r.ok()) return r.status();
+  if (auto s = PassCapacity(*r, req.consumed_capacity); !s.ok()) return s;
   return ddbapi::GetItemResponseFromJson(*r);
 }
 
 absl::StatusOr<QueryResult> DynamoDbStore::Query(const QueryRequest& req) {
   auto r = client_->Call("Query", ddbapi::ToJson(req));
   if (!r.ok()) return r.status();
+  if (auto s = PassCapacity(*r, req.consumed_capacity); !s.ok()) return s;
   return ddbapi::QueryResponseFromJson(*r);
 }
 
 absl::StatusOr<QueryResult> DynamoDbStore::Scan(const ScanRequest& req) {
   auto r = client_->Call("Scan", ddbapi::ToJson(req));
   if (!r.ok()) return r.status();
+  if (auto s = PassCapacity(*r, req.consumed_capacity); !s.ok()) return s;
   return ddbapi::QueryResponseFromJson(*r);
 }
 
 absl::StatusOr<BatchWriteResult> DynamoDbStore::BatchWriteItem(const BatchWriteRequest& req) {
   auto r = client_->Call("BatchWriteItem", ddbapi::ToJson(req));
   if (!r.ok()) return r.status();
+  if (auto s = PassCapacity(*r, req.consumed_capacity); !s.ok()) return s;
   return ddbapi::BatchWriteResponseFromJson(*r);
 }
 
 absl::StatusOr<BatchGetResult> DynamoDbStore::BatchGetItem(const BatchGetRequest& req) {
   auto r = client_->Call("BatchGetItem", ddbapi::ToJson(req));
   if (!r.ok()) return r.status();
+  if (auto s = PassCapacity(*r, req.consumed_capacity); !s.ok()) return s;
   return ddbapi::BatchGetResponseFromJson(*r);
 }
 
@@ -221,43 +238,22 @@ std::optional<std::vector<KeyAttribute>> DynamoDbStore::KeyAttributes(const std:
   return attrs;
 }
 
-absl::Status DynamoDbStore::CheckOneActionPerItem(const TransactWriteRequest& req) {
-  if (req.items.size() < 2) return absl::OkStatus();
-  std::vector<std::pair<std::string, Item>> seen;
-  for (const auto& w : req.items) {
-    auto attrs = KeyAttributes(w.table);
-    if (!attrs) return absl::OkStatus();  // unknown table: DynamoDB answers
-    Item key;
-    bool wrong_type = false;
-    for (const KeyAttribute& a : *attrs) {
-      auto it = w.item.find(a.name);
-      if (it == w.item.end()) return absl::OkStatus();  // bad key: DynamoDB answers
-      wrong_type |= it->second.type() != a.type;
-      key.emplace(a.name, it->second);
-    }
-    if (wrong_type) continue;  // a cancellation reason, outside the duplicate check
-    for (const auto& [t, k] : seen) {
-      if (t == w.table && k == key) {
-        return ValidationError(
-            "Transaction request cannot include multiple operations on one item");
-      }
-    }
-    seen.emplace_back(w.table, std::move(key));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status DynamoDbStore::TransactWriteItems(const TransactWriteRequest& req) {
   if (req.items.size() <= static_cast<size_t>(kMaxTransactItems)) {
-    if (auto s = CheckOneActionPerItem(req); !s.ok()) return s;
+    auto s = store::CheckOneActionPerItem(
+        req, [&](const std::string& table) { return KeyAttributes(table); });
+    if (!s.ok()) return s;
   }
-  return client_->Call("TransactWriteItems", ddbapi::ToJson(req)).status();
+  auto r = client_->Call("TransactWriteItems", ddbapi::ToJson(req));
+  if (!r.ok()) return r.status();
+  return PassCapacity(*r, req.consumed_capacity);
 }
 
 absl::StatusOr<std::vector<std::optional<Item>>> DynamoDbStore::TransactGetItems(
-    const std::vector<GetRequest>& gets) {
-  auto r = client_->Call("TransactGetItems", ddbapi::ToTransactGetJson(gets));
+    const TransactGetRequest& req) {
+  auto r = client_->Call("TransactGetItems", ddbapi::ToTransactGetJson(req));
   if (!r.ok()) return r.status();
+  if (auto s = PassCapacity(*r, req.consumed_capacity); !s.ok()) return s;
   return ddbapi::TransactGetResponseFromJson(*r);
 }
 

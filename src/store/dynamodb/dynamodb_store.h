@@ -69,7 +69,7 @@ class DynamoDbStore final : public Store {
   absl::StatusOr<BatchGetResult> BatchGetItem(const BatchGetRequest& req) override;
   absl::Status TransactWriteItems(const TransactWriteRequest& req) override;
   absl::StatusOr<std::vector<std::optional<Item>>> TransactGetItems(
-      const std::vector<GetRequest>& gets) override;
+      const TransactGetRequest& req) override;
 
   ChangeFeed* change_feed() override;
 
@@ -82,7 +82,6 @@ class DynamoDbStore final : public Store {
   // The table's key attribute names (hash, range), cached; nullopt when unknown.
   // The table's key attributes (names and types), cached; nullopt when it cannot be described.
   std::optional<std::vector<KeyAttribute>> KeyAttributes(const std::string& table);
-  absl::Status CheckOneActionPerItem(const TransactWriteRequest& req);
 
   DynamoDbStoreOptions options_;
   std::unique_ptr<aws::JsonClient> client_;

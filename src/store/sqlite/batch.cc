@@ -4,6 +4,7 @@
 #include <set>
 
 #include "fmt/format.h"
+#include "store/common/capacity.h"
 #include "store/common/validate.h"
 #include "store/sqlite/store_impl.h"
 
@@ -69,13 +70,17 @@ absl::StatusOr<BatchWriteResult> SqliteStoreImpl::BatchWriteItem(const BatchWrit
                       "the BatchWriteItem limit of {} bytes",
                       bytes, kMaxBatchBytes));
     }
+    std::vector<ConsumedCapacity> consumed;  // each write costs what it would alone
     for (auto& p : pending) {
       auto old = LoadItem(c, *p.table, p.pk, p.sk);
       if (!old.ok()) return old.status();
       p.old_item = *std::move(old);
+      if (req.consumed_capacity)
+        store::AddByTable(&consumed, store::WriteCapacity(p.table->spec, p.old_item, p.new_item));
       if (!p.old_item && !p.new_item) continue;  // deleting nothing records nothing
       if (auto v = Apply(c, p); !v.ok()) return v;
     }
+    if (req.consumed_capacity) *req.consumed_capacity = std::move(consumed);
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
@@ -139,9 +144,12 @@ absl::StatusOr<BatchGetResult> SqliteStoreImpl::BatchGetItem(const BatchGetReque
       tables[name] = *t;
     }
     if (!expr_status.ok()) return expr_status;
+    std::vector<ConsumedCapacity> consumed;
     for (const auto& [name, ka] : req.items) {
       auto& found = result.responses[name];
       const auto& t = tables[name];
+      // Each item is rounded up on its own; a key with no item costs nothing (DynamoDB Local).
+      ConsumedCapacity cap = store::ReadCapacity(name, nullptr, 0, ka.consistent_read);
       for (const auto& key : ka.keys) {
         if (bytes >= kMaxBatchBytes) {  // the rest is UnprocessedKeys, as DynamoDB does
           auto& u = result.unprocessed[name];
@@ -157,11 +165,16 @@ absl::StatusOr<BatchGetResult> SqliteStoreImpl::BatchGetItem(const BatchGetReque
         if (!item.ok()) return item.status();
         if (!item->has_value()) continue;
         bytes += ItemSize(**item);
+        const double units = store::ReadUnits(ItemSize(**item), ka.consistent_read);
+        cap.total.units += units;
+        cap.table_part.units += units;
         auto p = projections.find(name);
         found.push_back(p == projections.end() ? **std::move(item)
                                                : p->second->Apply(**item, ka.names));
       }
+      consumed.push_back(std::move(cap));
     }
+    if (req.consumed_capacity) *req.consumed_capacity = std::move(consumed);
     return absl::OkStatus();
   });
   if (!s.ok()) return s;

@@ -1,6 +1,7 @@
 // Query on the embedded store: key condition -> blob range on s_items (table)
 // or s_gsi (index), then Limit / 1 MB paging, filter, projection.
 #include "fmt/format.h"
+#include "store/common/capacity.h"
 #include "store/common/validate.h"
 #include "store/sqlite/codec.h"
 #include "store/sqlite/store_impl.h"
@@ -188,10 +189,16 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
           .BindBlob(7, std::get<1>(*start))
           .BindBlob(8, std::get<2>(*start));
 
-    return ReadPage(*st, 0,
-                    PageRead{spec, gsi, filter.get(), projection.get(), req.args, req.limit,
-                             req.select == Select::kCount, nullptr},
-                    &result);
+    int64_t bytes = 0;
+    auto read = ReadPage(*st, 0,
+                         PageRead{spec, gsi, filter.get(), projection.get(), req.args, req.limit,
+                                  req.select == Select::kCount, nullptr, &bytes},
+                         &result);
+    if (read.ok() && req.consumed_capacity) {
+      *req.consumed_capacity = {
+          store::ReadCapacity(req.table, gsi ? &gsi->name : nullptr, bytes, req.consistent_read)};
+    }
+    return read;
   });
   if (!s.ok()) return s;
   return result;
@@ -247,9 +254,11 @@ absl::Status ReadPage(sqlite::Stmt& st, int item_col, const PageRead& p, QueryRe
     auto item = DecodeItem(st.ColumnText(item_col));
     if (!item.ok()) return item.status();
     ++result->scanned_count;
-    bytes += ItemSize(*item);
+    const int64_t item_size = ItemSize(*item);
+    bytes += item_size;
     last = p.gsi ? store::ExtractIndexKey(p.spec, *p.gsi, *item) : store::ExtractKey(p.spec, *item);
     Item visible = p.gsi ? store::ProjectForIndex(p.spec, *p.gsi, *item) : *std::move(item);
+    if (p.capacity_bytes) *p.capacity_bytes += p.gsi ? ItemSize(visible) : item_size;
     if (!p.filter || p.filter->Evaluate(visible, p.args)) {
       ++result->count;
       if (!p.count_only) {

@@ -7,6 +7,7 @@
 // segment's scan walks the whole table and keeps its own items: O(table) per segment, fine for one
 // file.
 #include "fmt/format.h"
+#include "store/common/capacity.h"
 #include "store/common/validate.h"
 #include "store/sqlite/codec.h"
 #include "store/sqlite/store_impl.h"
@@ -186,10 +187,16 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Scan(const ScanRequest& req) {
         return SegmentOf(row.ColumnBlob(0), *req.total_segments) != *req.segment;
       };
     }
-    return ReadPage(*st, 1,
-                    PageRead{spec, gsi, filter.get(), projection.get(), req.args, req.limit,
-                             req.select == Select::kCount, std::move(other_segment)},
-                    &result);
+    int64_t bytes = 0;
+    auto read = ReadPage(*st, 1,
+                         PageRead{spec, gsi, filter.get(), projection.get(), req.args, req.limit,
+                                  req.select == Select::kCount, std::move(other_segment), &bytes},
+                         &result);
+    if (read.ok() && req.consumed_capacity) {
+      *req.consumed_capacity = {
+          store::ReadCapacity(req.table, gsi ? &gsi->name : nullptr, bytes, req.consistent_read)};
+    }
+    return read;
   });
   if (!s.ok()) return s;
   return result;

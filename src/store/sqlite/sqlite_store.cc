@@ -3,6 +3,7 @@
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 #include "sqlite/format.h"
+#include "store/common/capacity.h"
 #include "store/common/validate.h"
 #include "store/sqlite/codec.h"
 #include "store/sqlite/store_impl.h"
@@ -385,6 +386,8 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::PutItem(const PutRequest& req) {
       return v;
     }
     if (req.return_values == ReturnValues::kAllOld) result.attributes = w.old_item;
+    if (req.consumed_capacity)
+      *req.consumed_capacity = {store::WriteCapacity(spec, w.old_item, w.new_item)};
     return Apply(c, w);
   });
   if (!s.ok()) return s;
@@ -461,6 +464,8 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::UpdateItem(const UpdateRequest& req
         break;
     }
     if (result.attributes && result.attributes->empty()) result.attributes.reset();
+    if (req.consumed_capacity)
+      *req.consumed_capacity = {store::WriteCapacity(spec, w.old_item, w.new_item)};
     return Apply(c, w);
   });
   if (!s.ok()) return s;
@@ -487,6 +492,8 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::DeleteItem(const DeleteRequest& req
       return v;
     }
     if (req.return_values == ReturnValues::kAllOld) result.attributes = w.old_item;
+    if (req.consumed_capacity)
+      *req.consumed_capacity = {store::WriteCapacity((*t)->spec, w.old_item, std::nullopt)};
     if (!w.old_item) return absl::OkStatus();
     return Apply(c, w);
   });
@@ -495,11 +502,13 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::DeleteItem(const DeleteRequest& req
 }
 
 absl::StatusOr<std::optional<Item>> SqliteStoreImpl::GetInConn(sqlite::Conn& c,
-                                                               const GetRequest& req) {
+                                                               const GetRequest& req,
+                                                               int64_t* bytes) {
   auto t = LoadTable(c, req.table);
   if (!t.ok()) return t.status();
   if (auto v = store::ValidateKey((*t)->spec, req.key); !v.ok()) return v;
   auto item = LoadItem(c, **t, PkBlob(**t, req.key), SkBlob(**t, req.key));
+  if (bytes) *bytes = item.ok() && item->has_value() ? ItemSize(**item) : 0;
   if (!item.ok() || !req.projection || !item->has_value()) return item;
   auto p = expr::Cache::Global().GetProjection(*req.projection);
   if (!p.ok()) return p.status();
@@ -526,9 +535,14 @@ absl::StatusOr<std::optional<Item>> SqliteStoreImpl::GetItem(const GetRequest& r
       if (auto v = store::ValidateKey((*t)->spec, req.key); !v.ok()) return v;
       return expr_status;
     }
-    auto r = GetInConn(c, req);
+    int64_t bytes = 0;
+    auto r = GetInConn(c, req, &bytes);
     if (!r.ok()) return r.status();
     out = *std::move(r);
+    if (req.consumed_capacity) {  // a missing item costs one unit too
+      *req.consumed_capacity = {store::ReadCapacity(req.table, nullptr, std::max<int64_t>(bytes, 1),
+                                                    req.consistent_read)};
+    }
     return absl::OkStatus();
   });
   if (!s.ok()) return s;

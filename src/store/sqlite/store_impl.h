@@ -61,6 +61,7 @@ struct PageRead {
   std::optional<int> limit;
   bool count_only = false;
   std::function<bool(sqlite::Stmt&)> skip;  // optional
+  int64_t* capacity_bytes = nullptr;        // optional: bytes read, index items as projected
 };
 absl::Status ReadPage(sqlite::Stmt& st, int item_col, const PageRead& p, QueryResult* result);
 
@@ -97,7 +98,7 @@ class SqliteStoreImpl final : public SqliteStore {
   absl::StatusOr<BatchGetResult> BatchGetItem(const BatchGetRequest& req) override;
   absl::Status TransactWriteItems(const TransactWriteRequest& req) override;
   absl::StatusOr<std::vector<std::optional<Item>>> TransactGetItems(
-      const std::vector<GetRequest>& gets) override;
+      const TransactGetRequest& req) override;
   ChangeFeed* change_feed() override { return this; }
 
   // ChangeFeed
@@ -121,7 +122,9 @@ class SqliteStoreImpl final : public SqliteStore {
   absl::Status Apply(sqlite::Conn& c, const PendingWrite& w, bool ttl_delete = false);
   static std::string PkBlob(const TableInfo& t, const Item& item);
   static std::string SkBlob(const TableInfo& t, const Item& item);
-  absl::StatusOr<std::optional<Item>> GetInConn(sqlite::Conn& c, const GetRequest& req);
+  // `bytes` (optional): set to the size of the item read before any projection (0: none).
+  absl::StatusOr<std::optional<Item>> GetInConn(sqlite::Conn& c, const GetRequest& req,
+                                                int64_t* bytes = nullptr);
   // Loads the current item into w->old_item and evaluates `cond` against it
   // (ConditionalCheckFailed, with the old item when `return_old`).
   absl::Status LoadAndCheck(sqlite::Conn& c, PendingWrite* w, const expr::Condition* cond,
@@ -135,6 +138,8 @@ class SqliteStoreImpl final : public SqliteStore {
                                    const ExpressionArgs& args, std::vector<expr::Path>* paths);
   absl::Status TransactInConn(sqlite::Conn& c, const TransactWriteRequest& req,
                               const std::vector<PreparedAction>& actions);
+  // The capacity of a repeated request (same token): a transactional read of each item.
+  absl::Status ReplayCapacity(sqlite::Conn& c, const TransactWriteRequest& req);
   void SweeperLoop();
 
   std::shared_ptr<sqlite::Database> db_;

@@ -3,6 +3,7 @@
 
 #include "fmt/format.h"
 #include "outbox/ddb_json.h"
+#include "store/common/capacity.h"
 #include "store/common/validate.h"
 #include "store/sqlite/codec.h"
 #include "store/sqlite/store_impl.h"
@@ -97,6 +98,14 @@ absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWrit
   std::vector<PendingWrite> writes;
   std::set<std::tuple<int64_t, std::string, std::string>> seen;
   bool failed = false;
+  // What each action costs (docs/DYNAMODB-COMPATIBILITY.md, "Consumed capacity"), by table in the
+  // order the tables first appear.
+  std::vector<ConsumedCapacity> consumed;
+  auto charge = [&](const TableSpec& spec, const std::optional<Item>& before,
+                    const std::optional<Item>& after) {
+    if (!req.consumed_capacity) return;
+    store::AddByTable(&consumed, store::WriteCapacity(spec, before, after));
+  };
   for (size_t i = 0; i < actions.size(); ++i) {
     const PreparedAction& a = actions[i];
     const TransactWriteItem& w = *a.item;
@@ -134,8 +143,10 @@ absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWrit
     absl::Status reason;  // a cancellation found while building the new image
     switch (w.kind) {
       case TransactWriteItem::Kind::kConditionCheck:
+        charge(spec, pw.old_item, pw.old_item);  // the item as it is
         continue;
       case TransactWriteItem::Kind::kDelete:
+        charge(spec, pw.old_item, std::nullopt);
         if (pw.old_item) writes.push_back(std::move(pw));
         continue;
       case TransactWriteItem::Kind::kPut:
@@ -171,12 +182,35 @@ absl::Status SqliteStoreImpl::TransactInConn(sqlite::Conn& c, const TransactWrit
       cancel(reason);
       continue;
     }
+    charge(spec, pw.old_item, pw.new_item);
     writes.push_back(std::move(pw));
   }
   if (failed) return TransactionCanceledError(reasons);
+  if (req.consumed_capacity) {
+    for (auto& c : consumed) store::AsTransactional(&c, true);
+    *req.consumed_capacity = std::move(consumed);
+  }
   for (const auto& w : writes) {
     if (auto s = Apply(c, w); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStoreImpl::ReplayCapacity(sqlite::Conn& c, const TransactWriteRequest& req) {
+  std::vector<ConsumedCapacity> consumed;
+  for (const auto& w : req.items) {
+    auto t = LoadTable(c, w.table);
+    if (!t.ok()) return t.status();
+    auto item = LoadItem(c, **t, PkBlob(**t, w.item), SkBlob(**t, w.item));
+    if (!item.ok()) return item.status();
+    store::AddByTable(&consumed,
+                      store::ReadCapacity(w.table, nullptr, *item ? ItemSize(**item) : 1, true));
+  }
+  for (auto& x : consumed) {
+    store::AsTransactional(&x, false);
+    x.table_part.read_units = x.table_part.units;  // DynamoDB Local marks the table's part too
+  }
+  *req.consumed_capacity = std::move(consumed);
   return absl::OkStatus();
 }
 
@@ -202,12 +236,24 @@ absl::Status SqliteStoreImpl::TransactWriteItems(const TransactWriteRequest& req
       if (!row.ok()) return row.status();
       if (*row && st->ColumnInt(1) + window > now) {
         if (st->ColumnText(0) != digest) {
+          // Two actions on one item are refused before the token is looked at (as the
+          // DynamoDB backend's guard does; docs/DYNAMODB-COMPATIBILITY.md, "Transactions").
+          auto dup = store::CheckOneActionPerItem(
+              req, [&](const std::string& table) -> std::optional<std::vector<KeyAttribute>> {
+                auto t = LoadTable(c, table);
+                if (!t.ok()) return std::nullopt;
+                std::vector<KeyAttribute> attrs{(*t)->spec.hash_key};
+                if ((*t)->spec.range_key) attrs.push_back(*(*t)->spec.range_key);
+                return attrs;
+              });
+          if (!dup.ok()) return dup;
           return DdbError(
               ddb_error::kIdempotentParameterMismatch,
               "Request has the same client request token as a previous request, but the "
               "request parameters differ");
         }
-        return absl::OkStatus();  // a repeat: success, no new effect
+        // A repeat: success, no new effect; it reads the items (DynamoDB's documented cost).
+        return req.consumed_capacity ? ReplayCapacity(c, req) : absl::OkStatus();
       }
     }
     if (auto s = TransactInConn(c, req, *actions); !s.ok()) return s;
@@ -222,7 +268,8 @@ absl::Status SqliteStoreImpl::TransactWriteItems(const TransactWriteRequest& req
 }
 
 absl::StatusOr<std::vector<std::optional<Item>>> SqliteStoreImpl::TransactGetItems(
-    const std::vector<GetRequest>& gets) {
+    const TransactGetRequest& req) {
+  const std::vector<GetRequest>& gets = req.gets;
   if (gets.empty() || static_cast<int>(gets.size()) > kMaxTransactItems) {
     return ValidationError(
         fmt::format("1 validation error detected: Value at 'transactItems' failed to satisfy "
@@ -253,14 +300,22 @@ absl::StatusOr<std::vector<std::optional<Item>>> SqliteStoreImpl::TransactGetIte
       }
     }
     int64_t bytes = 0;
+    std::vector<ConsumedCapacity> consumed;  // by table, in the order they first appear
     for (const auto& g : gets) {
-      auto r = GetInConn(c, g);
+      int64_t read = 0;
+      auto r = GetInConn(c, g, &read);
       if (!r.ok()) return r.status();
       if (*r) bytes += ItemSize(**r);
       out.push_back(*std::move(r));
+      store::AddByTable(&consumed,
+                        store::ReadCapacity(g.table, nullptr, std::max<int64_t>(read, 1), true));
     }
     if (bytes > kMaxTransactBytes)
       return ValidationError("Transaction response size exceeds the maximum of 4 MB");
+    if (req.consumed_capacity) {
+      for (auto& x : consumed) store::AsTransactional(&x, false);
+      *req.consumed_capacity = std::move(consumed);
+    }
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
