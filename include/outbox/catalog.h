@@ -85,8 +85,8 @@ std::vector<ContractViolation> CheckContract(const Catalog& catalog,
 // A consumer queue (`[[queues]]` in outbox.toml): one FIFO queue and its DLQ per consuming
 // service, so one slow or failing subscriber never delays another's (docs/ROUTING.md).
 struct ConsumerQueue {
-  std::string name;  // ends in .fifo
-  absl::Duration visibility_timeout = absl::Seconds(30);
+  std::string name;                                       // ends in .fifo
+  absl::Duration visibility_timeout = absl::Seconds(10);  // as EventQueueOptions
   int max_receive_count = 5;
   std::string dlq;   // empty: <stem>-dlq.fifo (DefaultDeadLetterQueue)
   int64_t line = 0;  // of the [[queues]] entry (for messages)
@@ -132,7 +132,7 @@ struct SubscriptionDelivery {
   // `previous_secret_env`): requests carry a signature with each, so a
   // receiver may switch keys at any time (docs/SERVER.md "Secret rotation").
   std::string webhook_previous_secret;
-  absl::Duration webhook_timeout = absl::Seconds(10);  // whole request
+  absl::Duration webhook_timeout = absl::Seconds(4);  // whole request; < handler_timeout
   int concurrency = 8;  // webhook requests in flight for this subscription (1..256)
   int64_t line = 0;     // line of the [[subscriptions]] entry (for messages)
 };

@@ -245,7 +245,9 @@ class Queue {
 // program of your own) makes the same pair. An existing queue is kept as it
 // is; it must be FIFO (FailedPrecondition otherwise, naming the queue).
 struct EventQueueOptions {
-  absl::Duration visibility_timeout = absl::Seconds(30);
+  // Short, because the worker's heartbeat extends what it still holds (docs/WORKER.md
+  // "Heartbeat"): a crashed worker's groups come back within it.
+  absl::Duration visibility_timeout = absl::Seconds(10);
   int max_receive_count = 5;  // redrive into the DLQ after this many receives
   std::string dlq;            // empty: <name without .fifo>-dlq.fifo
 };

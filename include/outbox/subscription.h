@@ -46,9 +46,10 @@ bool IsTerminal(const absl::Status& s);
 using Handler = std::function<absl::Status(HandlerContext& ctx, const Envelope& event)>;
 
 struct SubscriptionOptions {
-  int max_attempts = 5;                                // DURABLE: then DEAD
-  absl::Duration lease = absl::Seconds(20);            // must be < the queue visibility timeout
-  absl::Duration handler_timeout = absl::Seconds(15);  // must be < lease
+  int max_attempts = 5;  // DURABLE: then DEAD
+  // lease < the queue's visibility timeout (default 10 s), handler_timeout < lease.
+  absl::Duration lease = absl::Seconds(8);
+  absl::Duration handler_timeout = absl::Seconds(5);
 };
 
 struct Subscription {

@@ -90,6 +90,13 @@ struct WorkerOptions {
   // exponential backoff (1 s · 2^(receive_count-1), at most 15 min) instead of
   // waiting for the full visibility timeout.
   bool backoff_with_visibility = false;
+  // Heartbeat (docs/WORKER.md "Heartbeat"): how often Start's heartbeat thread extends, to the
+  // queue's visibility timeout, the visibility of every message the worker still holds
+  // (received and neither deleted nor left), so a long batch keeps its groups while the
+  // visibility timeout stays short and a crashed worker's groups come back soon.
+  // Zero = a third of the queue's visibility timeout; absl::InfiniteDuration() = no heartbeat.
+  // Must be shorter than the visibility timeout (checked by Init).
+  absl::Duration heartbeat = absl::ZeroDuration();
 
   // InvalidArgument naming the field.
   absl::Status Validate() const;
@@ -114,8 +121,12 @@ struct WorkerMetrics {
   // lease (visibility ran out and could not be extended): message left.
   std::atomic<int64_t> receipt_expired{0};
   std::atomic<int64_t> visibility_extended{0};  // receipts extended to cover a claim
-  std::atomic<int64_t> busy{0};                 // claims refused: another worker holds the lease
-  std::atomic<int64_t> errors{0};               // store/queue errors (message left for redelivery)
+  std::atomic<int64_t> heartbeats{0};           // receipts extended by the heartbeat
+  // Heartbeat extensions refused (the receipt ran out or the message is gone): the message
+  // may be received again elsewhere; the next claim of its group checks its receipt.
+  std::atomic<int64_t> heartbeat_failures{0};
+  std::atomic<int64_t> busy{0};    // claims refused: another worker holds the lease
+  std::atomic<int64_t> errors{0};  // store/queue errors (message left for redelivery)
   // Per subscription (docs/OPERATIONS.md), labels subscription and outcome =
   // completed | retry | dead | lease_lost | busy.
   prometheus::Family<prometheus::Counter> deliveries{
@@ -150,7 +161,13 @@ class DurableWorker {
   // logged and counted, never returned.
   [[nodiscard]] absl::Status RunOnce();
 
-  // Background loop of RunOnce until Stop. Fails when Init fails.
+  // Extends the visibility of every message held since its last extension for at least the
+  // heartbeat interval (by the worker's clock) and returns how many it extended. Start's
+  // heartbeat thread calls it; a caller driving RunOnce itself may call it from another
+  // thread. Thread-safe; 0 before Init or with the heartbeat off.
+  int Heartbeat();
+
+  // Background loop of RunOnce until Stop, and the heartbeat thread. Fails when Init fails.
   [[nodiscard]] absl::Status Start();
   // Graceful: stops receiving, lets the batch in flight finish, joins.
   void Stop();

@@ -57,11 +57,12 @@ struct BenchFlags {
   std::string topology = "processes";
   double kill_worker_at = 0;  // fraction of the events emitted; 0: never
   int payload_bytes = 64;
-  int visibility_seconds = 30;
+  // The event queue's visibility timeout (a killed worker's wait); the library's default.
+  int visibility_seconds =
+      static_cast<int>(absl::ToInt64Seconds(EventQueueOptions{}.visibility_timeout));
   int worker_threads = WorkerOptions{}.threads;
-  int worker_receivers =
-      WorkerOptions{}.receivers;  // the event queue's visibility timeout (a killed worker's wait)
-  std::string dir;                // empty: a fresh folder under $TMPDIR (removed unless --keep)
+  int worker_receivers = WorkerOptions{}.receivers;
+  std::string dir;  // empty: a fresh folder under $TMPDIR (removed unless --keep)
   bool keep = false;
   int stall_seconds = 120;  // give up when no effect lands for this long
   std::string output = "table";
@@ -219,7 +220,9 @@ int RunPipeline(const BenchFlags& f) {
   // The subscriptions: in a config for the worker process, or here (serve).
   const std::string config = dir + "/bench.toml";
   // The lease must fit in the visibility timeout, the handler timeout in the lease.
-  const double lease_s = std::min(20.0, f.visibility_seconds * 2.0 / 3.0);
+  // The library's default lease when it fits.
+  const double lease_s =
+      std::min(absl::ToDoubleSeconds(SubscriptionOptions{}.lease), f.visibility_seconds * 0.8);
   {
     std::ofstream c(config);
     for (int i = 0; i < f.subscriptions; ++i) {

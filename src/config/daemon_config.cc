@@ -221,6 +221,7 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
     return s;
   }
   const toml::node* lease_node = nullptr;
+  const toml::node* heartbeat_node = nullptr;
   if (auto s = p.Table(root, "worker",
                        {{"threads",
                          [&](const toml::node& v, const std::string& key) {
@@ -233,6 +234,11 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
                         {"backoff_with_visibility",
                          [&](const toml::node& v, const std::string& key) {
                            return p.Bool(v, key, &c->backoff_with_visibility);
+                         }},
+                        {"heartbeat_seconds",
+                         [&](const toml::node& v, const std::string& key) {
+                           heartbeat_node = &v;
+                           return p.Secs(v, key, 0, 43200, &c->heartbeat);
                          }},
                         {"max_attempts",
                          [&](const toml::node& v, const std::string& key) {
@@ -425,6 +431,13 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
         lease_node ? *lease_node : static_cast<const toml::node&>(root), "worker.lease_seconds",
         fmt::format("must be shorter than queue.visibility_timeout_seconds ({}), got {}",
                     absl::FormatDuration(c->visibility_timeout), absl::FormatDuration(c->lease)));
+  }
+  if (heartbeat_node != nullptr && c->heartbeat >= c->visibility_timeout) {
+    return p.Error(*heartbeat_node, "worker.heartbeat_seconds",
+                   fmt::format("must be shorter than queue.visibility_timeout_seconds ({}) "
+                               "(0 = a third of it), got {}",
+                               absl::FormatDuration(c->visibility_timeout),
+                               absl::FormatDuration(c->heartbeat)));
   }
   if ((tls_cert_node == nullptr) != (tls_key_node == nullptr)) {
     return p.Error(tls_cert_node ? *tls_cert_node : *tls_key_node,

@@ -39,7 +39,7 @@ struct DaemonConfig {
   std::string sqs_endpoint;                // sqs backend only (default: AWS_ENDPOINT_URL_SQS, ...)
   std::string sqs_region;                  // sqs backend only (default: AWS_REGION, ...)
   std::string queue = "outbox-events.fifo";
-  absl::Duration visibility_timeout = absl::Seconds(30);
+  absl::Duration visibility_timeout = absl::Seconds(10);
   int max_receive_count = 5;
 
   // [relay]
@@ -55,10 +55,11 @@ struct DaemonConfig {
   std::vector<std::string> worker_queues;
   int worker_batch = 10;
   bool backoff_with_visibility = true;
+  absl::Duration heartbeat = absl::ZeroDuration();  // 0: a third of the visibility timeout
   // Defaults for [[subscriptions]] that do not set their own.
   int max_attempts = 5;
-  absl::Duration lease = absl::Seconds(20);
-  absl::Duration handler_timeout = absl::Seconds(15);
+  absl::Duration lease = absl::Seconds(8);
+  absl::Duration handler_timeout = absl::Seconds(5);
 
   // [ops]
   std::string listen_host = "127.0.0.1";

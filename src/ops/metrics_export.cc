@@ -129,6 +129,11 @@ void RegisterWorkerMetrics(metrics::Registry* r, const std::vector<const WorkerM
   c("outbox_worker_visibility_extended_total",
     "Receipts extended (ChangeVisibility) so a claim's lease fits inside them",
     &WorkerMetrics::visibility_extended);
+  c("outbox_worker_heartbeats_total",
+    "Receipts of held messages extended by the worker's heartbeat", &WorkerMetrics::heartbeats);
+  c("outbox_worker_heartbeat_failures_total",
+    "Heartbeat extensions refused (the receipt ran out or the message is gone)",
+    &WorkerMetrics::heartbeat_failures);
   c("outbox_worker_errors_total", "Store/queue errors in the worker (message left)",
     &WorkerMetrics::errors);
   c("outbox_dead_lettered_total", "Handler runs marked DEAD", &WorkerMetrics::handler_dead);

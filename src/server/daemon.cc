@@ -277,6 +277,7 @@ absl::Status Daemon::Impl::OpenAll() {
     wo.max_receive_count = cfg.max_receive_count;
     if (declared != nullptr) wo.max_receive_count = declared->max_receive_count;
     wo.backoff_with_visibility = cfg.backoff_with_visibility;
+    wo.heartbeat = cfg.heartbeat;
     auto w = stack->NewWorker(wo);
     if (!w.ok()) return Prefixed(w.status(), "worker " + name);
     if (auto s = (*w)->Init(); !s.ok()) return Prefixed(s, "worker " + name);

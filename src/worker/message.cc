@@ -147,10 +147,18 @@ void DurableWorker::Impl::CheckSequence(const Envelope& e) {
 
 DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(Held& h) {
   const ReceivedMessage& m = *h.m;
+  // Settled before every final queue action on the message (delete, backoff), so that no
+  // heartbeat extends it after its fate is decided.
   auto item = ParseBody(m.body);
-  if (!item.ok()) return Poison(m, ErrorText(item.status()));
+  if (!item.ok()) {
+    Settle(h);
+    return Poison(m, ErrorText(item.status()));
+  }
   auto env = EnvelopeFromItem(*item);
-  if (!env.ok()) return Poison(m, ErrorText(env.status()));
+  if (!env.ok()) {
+    Settle(h);
+    return Poison(m, ErrorText(env.status()));
+  }
   CheckSequence(*env);
 
   std::vector<const Subscription*> subs = router->Match(*env, Lane::kDurable);
@@ -161,6 +169,7 @@ DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(Held& h) {
     metrics.unmatched_events++;
     spdlog::warn("worker: event delivered to nobody: tenant={} event={} type={} correlation={}",
                  env->tenant, env->id, env->type, env->correlation_id);
+    Settle(h);
     return Delete(m);
   }
   bool all_final = true;
@@ -180,6 +189,7 @@ DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(Held& h) {
     if (receipt_lost) return Fate::kLeft;
   }
   if (deleted) return Fate::kDeleted;
+  Settle(h);
   if (all_final) return Delete(m);
   if (retried && options.backoff_with_visibility) {
     absl::Status s =
@@ -194,11 +204,13 @@ DurableWorker::Impl::Fate DurableWorker::Impl::ProcessMessage(Held& h) {
 
 bool DurableWorker::Impl::CoverLease(Held& h, absl::Duration lease, const Envelope& e,
                                      const Subscription& sub) {
+  Receipt& r = *h.receipt;
+  util::MutexLock lock(r.mu);
   const absl::Time now = clock->Now();
-  if (now + lease <= h.deadline) return true;
+  if (now + lease <= r.deadline) return true;
   absl::Status s = queue->ChangeVisibility(options.queue, h.m->receipt_handle, visibility);
   if (s.ok()) {
-    h.deadline = now + visibility;
+    r.deadline = now + visibility;
     metrics.visibility_extended++;
     return true;
   }
@@ -305,6 +317,8 @@ bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item
     // two. A receipt that no longer deletes (it expired) leaves the
     // completion to commit alone; the message comes back and is skipped.
     absl::Status delete_status = absl::UnknownError("not run");
+    // No heartbeat extends a receipt while its message may be deleting.
+    util::MutexLock hold(h.receipt->mu);
     done = inbox->Complete(
         key, claim->token, std::move(run.writes), claim->dead_letter_open,
         [&](const TransactWriteRequest& req) {
@@ -322,6 +336,7 @@ bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item
       if (delete_status.ok()) {
         metrics.deleted++;
         *deleted = true;
+        h.receipt->settled = true;
       } else {
         metrics.errors++;
         spdlog::warn("worker: delete of message {} (group {}) failed: {}; it will be redelivered",

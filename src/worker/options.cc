@@ -25,6 +25,11 @@ absl::Status WorkerOptions::Validate() const {
     return absl::InvalidArgumentError(
         fmt::format("worker: wait: must be 0..20 s, got {}", absl::FormatDuration(wait)));
   }
+  if (heartbeat < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "worker: heartbeat: must be >= 0 (0 = a third of the visibility timeout), got {}",
+        absl::FormatDuration(heartbeat)));
+  }
   if (max_receive_count < 1 || max_receive_count > 1000) {
     return absl::InvalidArgumentError(
         fmt::format("worker: max_receive_count: must be 1..1000, got {}", max_receive_count));

@@ -48,6 +48,14 @@ absl::Status DurableWorker::Init() {
         fmt::format("worker: queue {} is not FIFO", w.options.queue));
   }
   w.visibility = attrs->options.visibility_timeout;
+  w.heartbeat_every =
+      w.options.heartbeat == absl::ZeroDuration() ? w.visibility / 3 : w.options.heartbeat;
+  if (w.heartbeat_every != absl::InfiniteDuration() && w.heartbeat_every >= w.visibility) {
+    return absl::FailedPreconditionError(fmt::format(
+        "worker: heartbeat {} must be shorter than the visibility timeout {} of queue {}",
+        absl::FormatDuration(w.heartbeat_every), absl::FormatDuration(w.visibility),
+        w.options.queue));
+  }
   w.max_receive_count = w.options.max_receive_count;
   if (attrs->options.redrive) {
     w.max_receive_count = std::min(w.max_receive_count, attrs->options.redrive->max_receive_count);
@@ -91,9 +99,10 @@ absl::Status DurableWorker::Init() {
   w.initialized = true;
   spdlog::info(
       "worker: {} on queue {} (receivers={}, threads={}, batch={}, max_receive_count={}, "
-      "visibility={})",
+      "visibility={}, heartbeat={})",
       w.options.owner, w.options.queue, w.options.receivers, w.options.threads, w.options.batch,
-      w.max_receive_count, absl::FormatDuration(w.visibility));
+      w.max_receive_count, absl::FormatDuration(w.visibility),
+      absl::FormatDuration(w.heartbeat_every));
   return absl::OkStatus();
 }
 
@@ -123,7 +132,13 @@ void DurableWorker::Impl::ProcessBatch(const std::vector<ReceivedMessage>& batch
   for (const ReceivedMessage& m : batch) {
     auto [it, inserted] = index.try_emplace(m.group_id, groups.size());
     if (inserted) groups.emplace_back();
-    groups[it->second].push_back(Held{&m, deadline});
+    groups[it->second].push_back(Held{&m, std::make_shared<Receipt>(&m, deadline)});
+  }
+  {
+    util::MutexLock lock(held_mu);
+    for (auto& g : groups) {
+      for (auto& h : g) held.insert(h.receipt);
+    }
   }
   size_t n = std::min(groups.size(), static_cast<size_t>(options.threads));
   if (n <= 1) {
@@ -143,14 +158,66 @@ void DurableWorker::Impl::ProcessBatch(const std::vector<ReceivedMessage>& batch
 
 void DurableWorker::Impl::ProcessGroup(std::vector<Held>& group) {
   for (size_t i = 0; i < group.size(); ++i) {
-    if (ProcessMessage(group[i]) == Fate::kDeleted) continue;
+    if (ProcessMessage(group[i]) == Fate::kDeleted) {
+      Settle(group[i]);
+      continue;
+    }
     if (i + 1 < group.size()) {
       spdlog::info(
           "worker: group {}: message {} left; {} later message(s) of the group left unprocessed",
           group[i].m->group_id, group[i].m->message_id, group.size() - i - 1);
     }
+    for (size_t j = i; j < group.size(); ++j) Settle(group[j]);
     return;
   }
+}
+
+void DurableWorker::Impl::Settle(Held& h) {
+  {
+    util::MutexLock lock(h.receipt->mu);
+    h.receipt->settled = true;
+  }
+  util::MutexLock lock(held_mu);
+  held.erase(h.receipt);
+}
+
+int DurableWorker::Heartbeat() {
+  {
+    util::MutexLock lock(impl_->init_mu);
+    if (!impl_->initialized) return 0;
+  }
+  return impl_->Heartbeat();
+}
+
+int DurableWorker::Impl::Heartbeat() {
+  if (heartbeat_every == absl::InfiniteDuration()) return 0;
+  std::vector<std::shared_ptr<Receipt>> receipts;
+  {
+    util::MutexLock lock(held_mu);
+    receipts.assign(held.begin(), held.end());
+  }
+  int extended = 0;
+  for (const auto& r : receipts) {
+    util::MutexLock lock(r->mu);
+    if (r->settled) continue;
+    const absl::Time now = clock->Now();
+    // Received or last extended at deadline - visibility.
+    if (now < r->deadline - visibility + heartbeat_every) continue;
+    absl::Status s = queue->ChangeVisibility(options.queue, r->m->receipt_handle, visibility);
+    if (s.ok()) {
+      r->deadline = now + visibility;
+      metrics.heartbeats++;
+      ++extended;
+      continue;
+    }
+    // The receipt ran out (the group may be someone else's now) or the message is gone: no
+    // more beats; the next claim of the group finds the receipt short (CoverLease).
+    r->settled = true;
+    metrics.heartbeat_failures++;
+    spdlog::warn("worker: heartbeat of message {} (group {}) failed: {}", r->m->message_id,
+                 r->m->group_id, std::string(s.message()));
+  }
+  return extended;
 }
 
 absl::Status DurableWorker::Start() {
@@ -158,6 +225,24 @@ absl::Status DurableWorker::Start() {
   Impl& w = *impl_;
   if (!w.loops.empty()) return absl::OkStatus();
   w.stopping = false;
+  if (w.heartbeat_every != absl::InfiniteDuration()) {
+    {
+      util::MutexLock lock(w.beat_mu);
+      w.beat_stop = false;
+    }
+    // Wakes often enough to beat on time by the worker's clock (a manual clock in tests).
+    const absl::Duration tick = std::min(w.heartbeat_every / 4, absl::Milliseconds(250));
+    w.beat = std::thread([&w, tick] {
+      while (true) {
+        {
+          util::MutexLock lock(w.beat_mu);
+          if (!w.beat_stop) w.beat_cv.WaitFor(lock, tick);
+          if (w.beat_stop) return;
+        }
+        w.Heartbeat();
+      }
+    });
+  }
   for (int i = 0; i < w.options.receivers; ++i) {
     w.loops.emplace_back([this] {
       Impl& w = *impl_;
@@ -183,6 +268,12 @@ void DurableWorker::Stop() {
     if (t.joinable()) t.join();
   }
   w.loops.clear();
+  {
+    util::MutexLock lock(w.beat_mu);
+    w.beat_stop = true;
+  }
+  w.beat_cv.NotifyAll();
+  if (w.beat.joinable()) w.beat.join();
 }
 
 }  // namespace outbox

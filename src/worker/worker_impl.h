@@ -2,12 +2,14 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "outbox/envelope.h"
 #include "outbox/inbox.h"
 #include "outbox/queue.h"
@@ -36,14 +38,25 @@ struct DurableWorker::Impl {
     return s.queue.empty() ? options.default_queue : s.queue == options.queue;
   }
 
-  // A received message and the time until which its receipt holds the FIFO
-  // group (received + visibility timeout, moved on by each extension). The
-  // worker starts a claim only while the receipt covers the whole lease
-  // (docs/WORKER.md "Receipts are leases too").
+  // A received message's receipt: the time until which it holds the FIFO group
+  // (received + visibility timeout, moved on by each extension). The worker
+  // starts a claim only while the receipt covers the whole lease (docs/WORKER.md
+  // "Receipts are leases too"). Shared with the heartbeat, which extends it
+  // until the message's fate is decided (`settled`); `m` stays valid until then.
+  struct Receipt {
+    explicit Receipt(const ReceivedMessage* message, absl::Time until)
+        : m(message), deadline(until) {}
+    const ReceivedMessage* const m;
+    util::Mutex mu;  // held across an extension, so settling waits for one in progress
+    absl::Time deadline ABSL_GUARDED_BY(mu);
+    bool settled ABSL_GUARDED_BY(mu) = false;  // deleted or left: never extended again
+  };
   struct Held {
     const ReceivedMessage* m;
-    absl::Time deadline;
+    std::shared_ptr<Receipt> receipt;
   };
+  // Ends the heartbeat of `h` (its fate is decided); waits for an extension in progress.
+  void Settle(Held& h);
 
   // One message, every rule of docs/WORKER.md (message.cc).
   Fate ProcessMessage(Held& h);
@@ -89,6 +102,17 @@ struct DurableWorker::Impl {
   bool initialized ABSL_GUARDED_BY(init_mu) = false;
   int max_receive_count = 0;  // effective; set once by Init
   absl::Duration visibility;  // the queue's visibility timeout; set once by Init
+  absl::Duration heartbeat_every = absl::InfiniteDuration();  // effective; set once by Init
+
+  // The receipts of messages received and not yet settled, for the heartbeat.
+  util::Mutex held_mu;
+  absl::flat_hash_set<std::shared_ptr<Receipt>> held ABSL_GUARDED_BY(held_mu);
+  int Heartbeat();
+
+  util::Mutex beat_mu;  // the heartbeat thread's stop signal
+  util::CondVar beat_cv;
+  bool beat_stop ABSL_GUARDED_BY(beat_mu) = false;
+  std::thread beat;  // Start/Stop only
 
   util::Mutex seq_mu;
   // tenant -> highest seq seen

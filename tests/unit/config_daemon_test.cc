@@ -45,6 +45,7 @@ max_attempts = 9
 lease_seconds = 40
 handler_timeout_seconds = 30
 backoff_with_visibility = false
+heartbeat_seconds = 15
 [ops]
 listen = "0.0.0.0:9090"
 token = "tok"
@@ -89,6 +90,7 @@ handler = "log"
   EXPECT_EQ(c->worker_threads, 8);
   EXPECT_EQ(c->worker_batch, 5);
   EXPECT_FALSE(c->backoff_with_visibility);
+  EXPECT_EQ(c->heartbeat, absl::Seconds(15));
   EXPECT_EQ(c->listen_host, "0.0.0.0");
   EXPECT_EQ(c->listen_port, 9090);
   EXPECT_FALSE(c->loopback());
@@ -172,6 +174,9 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
   EXPECT_THAT(ErrorOf("[queue]\nvisibility_timeout_seconds = 10\n[worker]\nlease_seconds = 20\n"),
               HasSubstr("outbox.toml:4: worker.lease_seconds: must be shorter than "
                         "queue.visibility_timeout_seconds"));
+  EXPECT_THAT(ErrorOf("[worker]\nheartbeat_seconds = 10\n"),
+              HasSubstr("outbox.toml:2: worker.heartbeat_seconds: must be shorter than "
+                        "queue.visibility_timeout_seconds (10s) (0 = a third of it), got 10s"));
   EXPECT_THAT(ErrorOf("[store]\nbackend = \"cassandra\"\n"),
               HasSubstr("outbox.toml:2: store.backend: must be \"embedded\" or \"dynamodb\""));
   EXPECT_THAT(ErrorOf("[queue]\nbackend = \"kafka\"\n"),

@@ -185,7 +185,7 @@ queue = "shipping.fifo"
   EXPECT_EQ(cfg->queues[0].max_receive_count, 8);
   EXPECT_EQ(cfg->queues[0].dlq, "shipping-dead.fifo");
   EXPECT_EQ(cfg->queues[0].line, 2);
-  EXPECT_EQ(cfg->queues[1].visibility_timeout, absl::Seconds(30));  // defaults
+  EXPECT_EQ(cfg->queues[1].visibility_timeout, absl::Seconds(10));  // defaults
   EXPECT_EQ(cfg->queues[1].max_receive_count, 5);
   EXPECT_TRUE(cfg->queues[1].dlq.empty());
   ASSERT_EQ(cfg->subscriptions.size(), 1u);

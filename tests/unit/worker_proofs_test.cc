@@ -848,6 +848,108 @@ TEST_P(WorkerProofs, ReceiptIsExtendedWhenTheNextClaimWouldOutliveIt) {
   EXPECT_EQ(QueueDepth(), 0);
 }
 
+TEST_P(WorkerProofs, HeartbeatKeepsABatchsGroupPastTheVisibilityTimeout) {
+  // One receive of two messages of one group; the first run outlasts the 30 s visibility
+  // timeout. The heartbeat (every 10 s by default: a third of it) extends both receipts, so
+  // no other consumer receives the group meanwhile and the second message runs after it.
+  auto a = Worker("A");
+  int beats = 0;
+  std::optional<size_t> stolen;
+  Subscribe("slow", "order.*", [&](HandlerContext&, const Envelope& e) {
+    if (e.seq == 1) {
+      for (int i = 0; i < 3; ++i) {
+        clock_.Advance(absl::Seconds(11));
+        beats += a->Heartbeat();
+      }
+      ReceiveOptions ro;
+      ro.max_messages = 10;
+      auto other = env_.queue->Receive(kQueue, ro);  // 33 s after the receive
+      if (other.ok()) stolen = other->size();
+    }
+    return absl::OkStatus();
+  });
+  Send(Event("t1", 1));
+  Send(Event("t1", 2));
+  Run(*a);
+  EXPECT_EQ(beats, 6);  // both receipts, three beats
+  EXPECT_EQ(a->metrics().heartbeats.load(), 6);
+  EXPECT_EQ(a->metrics().heartbeat_failures.load(), 0);
+  ASSERT_TRUE(stolen.has_value());
+  EXPECT_EQ(*stolen, 0u) << "the group was handed to another consumer while still held";
+  EXPECT_EQ(a->metrics().handler_ok.load(), 2);
+  EXPECT_EQ(Order("t1"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(QueueDepth(), 0);
+  EXPECT_EQ(a->Heartbeat(), 0);  // nothing held any more
+}
+
+TEST_P(WorkerProofs, HeartbeatLeavesALeftMessageToItsRetry) {
+  Subscribe("notify", "order.*", [](HandlerContext& ctx, const Envelope&) {
+    return ctx.attempt() == 1 ? absl::UnavailableError("downstream flaked") : absl::OkStatus();
+  });
+  auto w = Worker();
+  Envelope e = Event("t1", 1);
+  Send(e);
+  Run(*w);
+  EXPECT_EQ(w->metrics().handler_retry.load(), 1);
+  clock_.Advance(absl::Seconds(11));
+  EXPECT_EQ(w->Heartbeat(), 0);  // left for its retry: the visibility timeout is the backoff
+  clock_.Advance(kVisibility);
+  Run(*w);
+  EXPECT_EQ(Runs(e, "notify"), 1);
+  EXPECT_EQ(w->metrics().heartbeats.load(), 0);
+  EXPECT_EQ(QueueDepth(), 0);
+}
+
+TEST_P(WorkerProofs, AHeartbeatNotShorterThanTheVisibilityTimeoutIsRefused) {
+  Subscribe("notify", "order.*");
+  WorkerOptions o;
+  o.wait = absl::ZeroDuration();
+  o.heartbeat = kVisibility;
+  DurableWorker w(env_.store.get(), env_.queue.get(), env_.inbox.get(), &router_, &clock_, o);
+  absl::Status st = w.Init();
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(std::string(st.message()).find("heartbeat"), std::string::npos) << st;
+  o.heartbeat = absl::InfiniteDuration();  // off
+  DurableWorker off(env_.store.get(), env_.queue.get(), env_.inbox.get(), &router_, &clock_, o);
+  EXPECT_TRUE(off.Init().ok());
+  EXPECT_EQ(off.Heartbeat(), 0);
+}
+
+TEST_P(WorkerProofs, StartBeatsWhileAHandlerRuns) {
+  // The background heartbeat reads the worker's clock: moved past a third of the visibility
+  // timeout while the handler runs, it extends the receipt without being called.
+  std::promise<void> started, release;
+  std::shared_future<void> go = release.get_future().share();
+  Subscribe("slow", "order.*", [&](HandlerContext&, const Envelope&) {
+    started.set_value();
+    go.wait();
+    return absl::OkStatus();
+  });
+  WorkerOptions o;
+  o.owner = "bg";
+  o.wait = absl::Milliseconds(50);
+  o.receivers = 1;
+  DurableWorker w(env_.store.get(), env_.queue.get(), env_.inbox.get(), &router_, &clock_, o);
+  Envelope e = Event("t1", 1);
+  Send(e);
+  ASSERT_TRUE(w.Start().ok());
+  started.get_future().wait();
+  clock_.Advance(absl::Seconds(11));
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (w.metrics().heartbeats.load() < 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(w.metrics().heartbeats.load(), 1);
+  release.set_value();
+  until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (w.metrics().deleted.load() < 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  w.Stop();
+  EXPECT_EQ(Runs(e, "slow"), 1);
+  EXPECT_EQ(QueueDepth(), 0);
+}
+
 TEST_P(WorkerProofs, BusyClaimLeavesTheMessage) {
   Subscribe("notify", "order.*");
   auto w = Worker();
@@ -953,6 +1055,9 @@ TEST(WorkerOptionsTest, ValidateNamesTheField) {
   o = WorkerOptions{};
   o.receivers = 17;
   EXPECT_NE(std::string(o.Validate().message()).find("receivers"), std::string::npos);
+  o = WorkerOptions{};
+  o.heartbeat = absl::Seconds(-1);
+  EXPECT_NE(std::string(o.Validate().message()).find("heartbeat"), std::string::npos);
 }
 
 TEST_P(WorkerProofs, StartStopDrainsInBackground) {
