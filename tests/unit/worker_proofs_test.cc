@@ -221,6 +221,13 @@ class WorkerProofs : public ::testing::TestWithParam<ProofBackend> {
     ASSERT_TRUE(router_.Add(std::move(s)).ok());
   }
 
+  // `name` on order.*, failing retryably on its first attempt only.
+  void SubscribeFlaky(const std::string& name) {
+    Subscribe(name, "order.*", [](HandlerContext& ctx, const Envelope&) {
+      return ctx.attempt() == 1 ? absl::UnavailableError("downstream flaked") : absl::OkStatus();
+    });
+  }
+
   // "billing" on order.* (default queue), failing retryably while *down.
   void SubscribeBilling(const bool* down) {
     Subscribe(
@@ -294,9 +301,7 @@ class WorkerProofs : public ::testing::TestWithParam<ProofBackend> {
 };
 
 TEST_P(WorkerProofs, FlakyHandlerRunsAgainOnTheNextReceiveAndCommitsOnce) {
-  Subscribe("notify", "order.*", [](HandlerContext& ctx, const Envelope&) {
-    return ctx.attempt() == 1 ? absl::UnavailableError("downstream flaked") : absl::OkStatus();
-  });
+  SubscribeFlaky("notify");
   auto w = Worker();
   Envelope e = Event("t1", 1);
   Send(e);
@@ -317,9 +322,7 @@ TEST_P(WorkerProofs, FlakyHandlerRunsAgainOnTheNextReceiveAndCommitsOnce) {
 }
 
 TEST_P(WorkerProofs, OutcomeObserverSeesEachCommittedOutcome) {
-  Subscribe("notify", "order.*", [](HandlerContext& ctx, const Envelope&) {
-    return ctx.attempt() == 1 ? absl::UnavailableError("downstream flaked") : absl::OkStatus();
-  });
+  SubscribeFlaky("notify");
   std::mutex mu;
   std::vector<std::string> seen;
   WorkerOptions o;
@@ -343,9 +346,7 @@ TEST_P(WorkerProofs, OutcomeObserverSeesEachCommittedOutcome) {
 }
 
 TEST_P(WorkerProofs, BackoffWithVisibilityRetriesSoonerThanTheVisibilityTimeout) {
-  Subscribe("notify", "order.*", [](HandlerContext& ctx, const Envelope&) {
-    return ctx.attempt() == 1 ? absl::UnavailableError("downstream flaked") : absl::OkStatus();
-  });
+  SubscribeFlaky("notify");
   WorkerOptions o;
   o.owner = "w1";
   o.wait = absl::ZeroDuration();
@@ -883,9 +884,7 @@ TEST_P(WorkerProofs, HeartbeatKeepsABatchsGroupPastTheVisibilityTimeout) {
 }
 
 TEST_P(WorkerProofs, HeartbeatLeavesALeftMessageToItsRetry) {
-  Subscribe("notify", "order.*", [](HandlerContext& ctx, const Envelope&) {
-    return ctx.attempt() == 1 ? absl::UnavailableError("downstream flaked") : absl::OkStatus();
-  });
+  SubscribeFlaky("notify");
   auto w = Worker();
   Envelope e = Event("t1", 1);
   Send(e);
