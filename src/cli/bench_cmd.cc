@@ -16,7 +16,9 @@
 // (ms resolution: done_at_ms), lost (events without an effect) and duplicates
 // (runs beyond one) counted from the store, CPU seconds per event (this
 // process and its children), peak RSS, and the data folder's fsync cost
-// measured the same minute (write 4 KiB + fdatasync, 200 times).
+// measured the same minute (write 4 KiB + fdatasync, 200 times), and the
+// group commits of the file per event (every process's, as each counts them:
+// sqlite::Database::write_commits) with the writes one commit carried.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -25,6 +27,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -44,6 +47,7 @@
 #include "outbox/catalog.h"
 #include "outbox/embedded.h"
 #include "spdlog/spdlog.h"
+#include "store/sqlite/sqlite_store.h"
 
 namespace outbox::cli {
 namespace {
@@ -113,6 +117,25 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   argv.push_back(nullptr);
   execv(self.c_str(), argv.data());
   _exit(127);
+}
+
+// The sum of every `key` figure in a child's log: each run of `outbox relay`
+// and `outbox worker` prints its counters once, at exit ("key": N as JSON,
+// key: N as text). A SIGKILLed run prints none.
+int64_t SumLogged(const std::string& log, const std::string& key) {
+  std::ifstream in(log);
+  std::string line;
+  int64_t sum = 0;
+  while (std::getline(in, line)) {
+    for (size_t at = line.find(key); at != std::string::npos; at = line.find(key, at + 1)) {
+      size_t i = at + key.size();
+      while (i < line.size() && (line[i] == '"' || line[i] == ':' || line[i] == ' ')) ++i;
+      if (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) {
+        sum += std::atoll(line.c_str() + i);
+      }
+    }
+  }
+  return sum;
 }
 
 void Stop(pid_t pid, int sig) {
@@ -279,6 +302,13 @@ int RunPipeline(const BenchFlags& f) {
     }
   }
 
+  // Commits of the file from here on: this process's, and (processes) the
+  // children's, which they print at exit.
+  sqlite::Database* own_db = nullptr;
+  if (auto* ss = dynamic_cast<SqliteStore*>(e.store())) own_db = ss->database();
+  const uint64_t own_commits0 = own_db ? own_db->write_commits() : 0;
+  const uint64_t own_writes0 = own_db ? own_db->writes_committed() : 0;
+
   // Producers.
   const std::string payload(static_cast<size_t>(std::max(0, f.payload_bytes)), 'p');
   std::vector<std::vector<Emitted>> emitted(producers);
@@ -381,6 +411,14 @@ int RunPipeline(const BenchFlags& f) {
   Stop(relay_pid, SIGTERM);
   Stop(worker_pid, SIGTERM);
 
+  int64_t commits = own_db ? static_cast<int64_t>(own_db->write_commits() - own_commits0) : 0;
+  int64_t writes = own_db ? static_cast<int64_t>(own_db->writes_committed() - own_writes0) : 0;
+  for (const char* log : {"/relay.log", "/worker.log"}) {
+    if (f.topology != "processes") break;
+    commits += SumLogged(dir + log, "sqlite_commits");
+    writes += SumLogged(dir + log, "sqlite_writes");
+  }
+
   // Propagation from the store.
   const auto returned = ReturnedAt(emitted);
   std::vector<int64_t> lat;
@@ -428,6 +466,12 @@ int RunPipeline(const BenchFlags& f) {
       {"effects_expected", ok_events * f.subscriptions},
       {"lost", ok_events * f.subscriptions - present},
       {"duplicates", duplicates},
+      // Group commits of the file by every process of the pipeline per
+      // event, and the writes (emits, forwards, receives, claims,
+      // completions ...) one commit carried. After --kill-worker-at the
+      // killed worker's commits are not counted (it could not print them).
+      {"commits_per_event", static_cast<double>(commits) / static_cast<double>(std::max<int64_t>(1, ok_events))},
+      {"writes_per_commit", static_cast<double>(writes) / static_cast<double>(std::max<int64_t>(1, commits))},
       {"cpu_seconds_per_event", (cpu(self) + cpu(children)) / static_cast<double>(ok_events)},
       {"peak_rss_mb", static_cast<double>(std::max(self.ru_maxrss, children.ru_maxrss)) / 1024.0},
       {"fsync_ms", {{"p50", fsync_p50}, {"mean", fsync_mean}}},
@@ -440,13 +484,15 @@ int RunPipeline(const BenchFlags& f) {
         "producer {:.0f} ev/s   end to end {:.0f} ev/s\n"
         "propagation p50 {} ms  p99 {} ms  max {} ms\n"
         "lost {}  duplicates {}  cpu {:.1f} us/event  peak rss {:.0f} MB\n"
+        "commits {:.2f} per event, {:.1f} writes per commit\n"
         "fsync (4 KiB write + fdatasync, this folder, this minute): p50 {:.3f} ms, mean {:.3f} "
         "ms\n",
         f.topology, f.events, f.tenants, producers, f.subscriptions,
         j["producer_events_per_second"].get<double>(),
         j["end_to_end_events_per_second"].get<double>(), pct(0.5), pct(0.99), pct(1.0),
         j["lost"].get<int64_t>(), duplicates, j["cpu_seconds_per_event"].get<double>() * 1e6,
-        j["peak_rss_mb"].get<double>(), fsync_p50, fsync_mean);
+        j["peak_rss_mb"].get<double>(), j["commits_per_event"].get<double>(),
+        j["writes_per_commit"].get<double>(), fsync_p50, fsync_mean);
   }
   stack->reset();
   if (f.dir.empty() && !f.keep) std::filesystem::remove_all(dir, ec);

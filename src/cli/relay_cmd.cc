@@ -153,7 +153,11 @@ void RunFeed(Stack& st, const Args& a) {
           {"resequenced", m.resequenced.load()},
           {"unrouted", m.unrouted.load()},
           {"checkpoint", m.checkpoint.load()},
-          {"lag_ms", m.lag_ms.load()}},
+          {"lag_ms", m.lag_ms.load()},
+          // This process's group commits of the file and the writes they
+          // carried (`outbox bench pipeline` reads them).
+          {"sqlite_commits", st.db->write_commits()},
+          {"sqlite_writes", st.db->writes_committed()}},
          a.output, m.errors.load() > 0);
 }
 

@@ -209,6 +209,12 @@ int Run(const Flags& flags) {
                         {"sequence_gaps", m.sequence_gaps.load()},
                         {"busy", m.busy.load()},
                         {"errors", m.errors.load()}};
+  // The SQLite file's transactions this process committed (group commits)
+  // and the writes they carried: `outbox bench pipeline` reads them.
+  if (st->db) {
+    out["sqlite_commits"] = st->db->write_commits();
+    out["sqlite_writes"] = st->db->writes_committed();
+  }
   std::cout << out.dump() << "\n";
   return code;
 }

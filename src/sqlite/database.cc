@@ -307,6 +307,8 @@ void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
     return;
   }
   for (auto& h : hooks) h();
+  write_commits_.fetch_add(1);
+  writes_committed_.fetch_add(batch.size());
   NoteCommit();
 }
 

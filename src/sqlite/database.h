@@ -132,6 +132,11 @@ class Database {
   // someone waits.
   uint64_t commit_counter() const { return commits_.load(); }
   uint64_t WaitForCommit(uint64_t seen, absl::Duration timeout);
+  // What this object itself committed: transactions (one per group commit)
+  // and the writes (Write calls) they carried. `outbox bench pipeline`
+  // reports commits per event from these.
+  uint64_t write_commits() const { return write_commits_.load(); }
+  uint64_t writes_committed() const { return writes_committed_.load(); }
 
   absl::Status sticky_error() const;
   const DatabaseOptions& options() const { return options_; }
@@ -169,6 +174,8 @@ class Database {
   std::vector<std::unique_ptr<Conn>> idle_readers_ ABSL_GUARDED_BY(pool_mu_);
 
   std::atomic<uint64_t> commits_{0};
+  std::atomic<uint64_t> write_commits_{0};
+  std::atomic<uint64_t> writes_committed_{0};
   util::Mutex commit_mu_;
   util::CondVar commit_cv_;
   util::Mutex watcher_mu_;

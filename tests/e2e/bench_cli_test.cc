@@ -36,6 +36,11 @@ void ExpectWhole(const json& j, int events, int subscriptions) {
   EXPECT_GE(j["propagation_ms"]["max"].get<int64_t>(), j["propagation_ms"]["p99"].get<int64_t>());
   EXPECT_GT(j["fsync_ms"]["p50"].get<double>(), 0) << "the fsync probe ran";
   EXPECT_GT(j["cpu_seconds_per_event"].get<double>(), 0);
+  // Every process's commits are counted (the producer's, the relay's, the
+  // worker's): the pipeline cannot have delivered without committing, and a
+  // commit carries at least one write.
+  EXPECT_GT(j["commits_per_event"].get<double>(), 0) << j.dump(2);
+  EXPECT_GE(j["writes_per_commit"].get<double>(), 1) << j.dump(2);
 }
 
 TEST(BenchPipeline, BothTopologiesDeliverEveryEventOnce) {
