@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <set>
@@ -47,6 +48,11 @@ struct EngineOptions {
   int local_threads = 2;
   // Concurrent emits of one tenant combined into one transaction at most.
   int max_combined_emits = 32;
+  // EmitAsync: threads that lead the tenants' queued emits (each blocks on one
+  // transaction at a time; 1..256), and the emits in flight at most before
+  // EmitAsync blocks its caller (1..1,000,000; backpressure, not an error).
+  int async_emit_threads = 8;
+  int max_async_emits_in_flight = 4096;
   // Time source for occurred_at, ids and handler deadlines; null: Clock::Real().
   Clock* clock = nullptr;
   // Polling relay (relay mode "poll", DESIGN §6, docs/RELAY.md): when true, every
@@ -145,6 +151,27 @@ class Engine {
   virtual absl::StatusOr<std::vector<Envelope>> EmitBatch(
       const RequestContext& ctx, std::vector<EventSpec> events,
       std::vector<TransactWriteItem> extra_writes = {}, EmitOptions options = {}) = 0;
+
+  // The same emit without blocking: `done` is called exactly once, with what
+  // Emit would have returned, after the event committed (or failed; nothing
+  // committed). Emits in flight at once are combined into shared
+  // transactions (per tenant) and group commits (across tenants), so one
+  // thread keeping many in flight gets the throughput of many emitting
+  // threads. Per tenant, events get seqs in the order EmitAsync was called.
+  // Input errors are reported through `done` on the calling thread, before
+  // EmitAsync returns; otherwise `done` runs on an engine thread and should
+  // be short (it may call EmitAsync again). When
+  // EngineOptions::max_async_emits_in_flight are in flight, EmitAsync waits
+  // for one to finish. The engine's destructor waits for every emit in flight.
+  using EmitCallback = std::function<void(absl::StatusOr<Envelope>)>;
+  virtual void EmitAsync(const RequestContext& ctx, std::string type, Value payload,
+                         std::vector<TransactWriteItem> extra_writes, EmitOptions options,
+                         EmitCallback done) = 0;
+  // The same as a future.
+  std::future<absl::StatusOr<Envelope>> EmitAsync(const RequestContext& ctx, std::string type,
+                                                  Value payload,
+                                                  std::vector<TransactWriteItem> extra_writes = {},
+                                                  EmitOptions options = {});
 
   // The tenant's head row (last_seq 0 and the genesis hash when absent).
   virtual absl::StatusOr<Head> ReadHead(const std::string& tenant) = 0;

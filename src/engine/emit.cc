@@ -1,5 +1,6 @@
 // Emit: the head CAS + event rows + caller's writes in one transaction, with
 // per-tenant combining of concurrent emits (see engine_impl.h invariants).
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -251,23 +252,104 @@ void EngineImpl::RunJob(EmitJob* job) {
       ts.cv.Wait(l);
       continue;
     }
-    ts.leader_active = true;
-    std::vector<EmitJob*> group;
-    int items = 2;  // head + tenant registry
-    while (!ts.queue.empty() && static_cast<int>(group.size()) < options_.max_combined_emits) {
-      EmitJob* j = ts.queue.front();
-      if (!group.empty() && items + j->BaseItems() > kMaxTransactItems) break;
-      items += j->BaseItems();
-      group.push_back(j);
-      ts.queue.pop_front();
+    std::vector<EmitJob*> finished = LeadOnce(ts, l);
+    if (!finished.empty()) {
+      l.Unlock();
+      for (EmitJob* j : finished) CompleteAsync(j);
+      l.Lock();
     }
-    l.Unlock();
-    ProcessGroup(ts, group);
-    l.Lock();
-    for (EmitJob* j : group) j->done = true;
-    ts.leader_active = false;
-    ts.cv.NotifyAll();
   }
+}
+
+std::vector<EmitJob*> EngineImpl::LeadOnce(TenantState& ts, util::MutexLock& l) {
+  ts.leader_active = true;
+  std::vector<EmitJob*> group;
+  int items = 2;  // head + tenant registry
+  while (!ts.queue.empty() && static_cast<int>(group.size()) < options_.max_combined_emits) {
+    EmitJob* j = ts.queue.front();
+    if (!group.empty() && items + j->BaseItems() > kMaxTransactItems) break;
+    items += j->BaseItems();
+    group.push_back(j);
+    ts.queue.pop_front();
+    if (j->callback) --ts.async_queued;
+  }
+  l.Unlock();
+  ProcessGroup(ts, group);
+  l.Lock();
+  std::vector<EmitJob*> finished;
+  for (EmitJob* j : group) {
+    if (j->callback) {
+      finished.push_back(j);  // completed by the caller, unlocked; never touched here again
+    } else {
+      j->done = true;
+    }
+  }
+  ts.leader_active = false;
+  ts.cv.NotifyAll();
+  // A blocking emitter still queued leads itself; async jobs need a drain.
+  if (ts.async_queued > 0) ScheduleDrain(ts);
+  return finished;
+}
+
+void EngineImpl::ScheduleDrain(TenantState& ts) {
+  if (ts.drain_scheduled) return;
+  ts.drain_scheduled = true;
+  async_pool_->Submit([this, p = &ts] { Drain(p); });
+}
+
+void EngineImpl::Drain(TenantState* ts) {
+  std::vector<EmitJob*> finished;
+  {
+    util::MutexLock l(ts->mu);
+    ts->drain_scheduled = false;
+    // Another leader is active: it schedules a drain when it finishes. One
+    // group per task, so the pool's threads take the tenants in turn.
+    if (ts->leader_active || ts->queue.empty()) return;
+    finished = LeadOnce(*ts, l);
+  }
+  for (EmitJob* j : finished) CompleteAsync(j);
+}
+
+void EngineImpl::CompleteAsync(EmitJob* job) {
+  std::unique_ptr<EmitJob> owned(job);
+  EmitCallback cb = std::move(job->callback);
+  absl::StatusOr<Envelope> r = job->status.ok()
+                                   ? absl::StatusOr<Envelope>(std::move(job->result.front()))
+                                   : absl::StatusOr<Envelope>(job->status);
+  if (!job->status.ok()) metrics_.emit_failures++;
+  owned.reset();
+  cb(std::move(r));
+  // Released after the callback, so the destructor (waiting for zero) never
+  // returns while a callback still runs.
+  util::MutexLock l(async_mu_);
+  --async_in_flight_;
+  async_cv_.NotifyAll();
+}
+
+void EngineImpl::EmitAsync(const RequestContext& ctx, std::string type, Value payload,
+                           std::vector<TransactWriteItem> extra_writes, EmitOptions options,
+                           EmitCallback done) {
+  auto job = std::make_unique<EmitJob>();
+  job->ctx = ctx;
+  job->events.push_back(EventSpec{std::move(type), std::move(payload)});
+  job->extras = std::move(extra_writes);
+  job->options = std::move(options);
+  if (auto s = ValidateJob(*job); !s.ok()) {
+    metrics_.emit_failures++;
+    done(s);
+    return;
+  }
+  {
+    util::MutexLock l(async_mu_);
+    while (async_in_flight_ >= options_.max_async_emits_in_flight) async_cv_.Wait(l);
+    ++async_in_flight_;
+  }
+  job->callback = std::move(done);
+  TenantState& ts = Tenant(job->ctx.tenant);
+  util::MutexLock l(ts.mu);
+  ts.queue.push_back(job.release());
+  ++ts.async_queued;
+  if (!ts.leader_active) ScheduleDrain(ts);
 }
 
 void EngineImpl::Backoff(int attempt) {

@@ -26,6 +26,15 @@ absl::Status EngineOptions::Validate() const {
   if (max_combined_emits < 1) {
     return absl::InvalidArgumentError("engine options: max_combined_emits must be ≥ 1");
   }
+  if (async_emit_threads < 1 || async_emit_threads > 256) {
+    return absl::InvalidArgumentError(fmt::format(
+        "engine options: async_emit_threads must be in [1, 256], got {}", async_emit_threads));
+  }
+  if (max_async_emits_in_flight < 1 || max_async_emits_in_flight > 1000000) {
+    return absl::InvalidArgumentError(
+        fmt::format("engine options: max_async_emits_in_flight must be in [1, 1000000], got {}",
+                    max_async_emits_in_flight));
+  }
   if (write_outbox_rows) {
     if (outbox_table.size() < 3 || outbox_table.size() > 255) {
       return absl::InvalidArgumentError(
@@ -80,15 +89,35 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(Store* store, EngineOptions
   return std::unique_ptr<Engine>(new engine_internal::EngineImpl(store, std::move(options)));
 }
 
+std::future<absl::StatusOr<Envelope>> Engine::EmitAsync(const RequestContext& ctx,
+                                                        std::string type, Value payload,
+                                                        std::vector<TransactWriteItem> extra_writes,
+                                                        EmitOptions options) {
+  auto promise = std::make_shared<std::promise<absl::StatusOr<Envelope>>>();
+  auto future = promise->get_future();
+  EmitAsync(ctx, std::move(type), std::move(payload), std::move(extra_writes), std::move(options),
+            [promise](absl::StatusOr<Envelope> r) { promise->set_value(std::move(r)); });
+  return future;
+}
+
 namespace engine_internal {
 
 EngineImpl::EngineImpl(Store* store, EngineOptions options)
     : store_(store),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : Clock::Real()),
-      pool_(std::make_unique<LocalPool>(options_.local_threads)) {}
+      pool_(std::make_unique<LocalPool>(options_.local_threads)),
+      async_pool_(std::make_unique<LocalPool>(options_.async_emit_threads)) {}
 
-EngineImpl::~EngineImpl() { pool_.reset(); }
+EngineImpl::~EngineImpl() {
+  {
+    // Every EmitAsync in flight finishes (and its callback runs) first.
+    util::MutexLock l(async_mu_);
+    while (async_in_flight_ > 0) async_cv_.Wait(l);
+  }
+  async_pool_.reset();
+  pool_.reset();
+}
 
 absl::Status EngineImpl::EnsureTables() {
   auto existing = store_->ListTables();

@@ -50,6 +50,11 @@ struct EmitJob {
 
   bool outbox_rows = false;  // EngineOptions::write_outbox_rows: one outbox row per event
 
+  // EmitAsync: called once by the engine after the job finished (the job is
+  // then deleted). Null for a blocking Emit/EmitBatch, whose caller waits on
+  // `done`.
+  Engine::EmitCallback callback;
+
   int BaseItems() const {
     return static_cast<int>(events.size() * (outbox_rows ? 2 : 1) + extras.size()) +
            (options.idempotency_token ? 1 : 0);
@@ -61,6 +66,10 @@ struct TenantState {
   util::CondVar cv;
   std::deque<EmitJob*> queue ABSL_GUARDED_BY(mu);
   bool leader_active ABSL_GUARDED_BY(mu) = false;
+  // EmitAsync jobs in `queue`; when > 0 and no leader is active, a drain task
+  // is scheduled on the async pool (drain_scheduled) to lead them.
+  int async_queued ABSL_GUARDED_BY(mu) = 0;
+  bool drain_scheduled ABSL_GUARDED_BY(mu) = false;
   std::optional<Head> head;  // leader only; nullopt: unknown, read before use
   bool head_exists = false;  // leader only; valid when head is set
 };
@@ -79,6 +88,10 @@ class EngineImpl final : public Engine {
                                                   std::vector<EventSpec> events,
                                                   std::vector<TransactWriteItem> extra_writes,
                                                   EmitOptions options) override;
+  using Engine::EmitAsync;
+  void EmitAsync(const RequestContext& ctx, std::string type, Value payload,
+                 std::vector<TransactWriteItem> extra_writes, EmitOptions options,
+                 EmitCallback done) override;
   absl::StatusOr<Head> ReadHead(const std::string& tenant) override;
   absl::StatusOr<std::vector<Envelope>> ReadLog(const std::string& tenant, int64_t from_seq,
                                                 int64_t limit) override;
@@ -93,6 +106,14 @@ class EngineImpl final : public Engine {
   absl::Status ValidateJob(EmitJob& job) const;
   TenantState& Tenant(const std::string& tenant);
   void RunJob(EmitJob* job);
+  // Leads one group of ts.queue (called with ts.mu held, no leader active,
+  // queue not empty; returns with ts.mu held). Returns the EmitAsync jobs it
+  // finished, to be completed (CompleteAsync) once ts.mu is released.
+  std::vector<EmitJob*> LeadOnce(TenantState& ts, util::MutexLock& l)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ts.mu);
+  void ScheduleDrain(TenantState& ts) ABSL_EXCLUSIVE_LOCKS_REQUIRED(ts.mu);
+  void Drain(TenantState* ts);
+  void CompleteAsync(EmitJob* job);
   void ProcessGroup(TenantState& ts, std::vector<EmitJob*> group);
   TransactWriteItem OutboxRow(const Envelope& e, int64_t now) const;
   // One attempt for `group`; returns jobs still to retry (those not done).
@@ -120,6 +141,13 @@ class EngineImpl final : public Engine {
       ABSL_GUARDED_BY(tenants_mu_);
 
   std::unique_ptr<LocalPool> pool_;
+
+  // EmitAsync: jobs in flight (bounded by max_async_emits_in_flight) and the
+  // threads that lead tenants which only have async jobs queued.
+  util::Mutex async_mu_;
+  util::CondVar async_cv_;
+  int64_t async_in_flight_ ABSL_GUARDED_BY(async_mu_) = 0;
+  std::unique_ptr<LocalPool> async_pool_;
 };
 
 }  // namespace outbox::engine_internal

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "engine_test_fixture.h"
 
@@ -322,6 +326,214 @@ TEST_P(EmitTest, StaleHeadCacheIsRetriedAndContentionReported) {
   ASSERT_TRUE(v.ok());
   EXPECT_TRUE(v->chain_intact) << v->detail;
   EXPECT_EQ(v->count, 12);
+}
+
+// ---- EmitAsync ------------------------------------------------------------------
+
+// What one callback saw.
+struct AsyncResult {
+  std::atomic<bool> called{false};
+  absl::Status status;
+  Envelope envelope;
+};
+
+// Blocks until `n` callbacks ran.
+class Countdown {
+ public:
+  explicit Countdown(int n) : left_(n) {}
+  void Done() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (--left_ == 0) cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return left_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int left_;
+};
+
+TEST_P(EmitTest, EmitAsyncFromOneThreadCommitsEveryEventInCallOrderPerTenant) {
+  CreateTable("orders");
+  const int per_tenant = dynamodb() ? 40 : 400;
+  const std::vector<std::string> tenants = {"t1", "t2", "t3", "t4"};
+  std::vector<AsyncResult> results(per_tenant * tenants.size());
+  Countdown all(static_cast<int>(results.size()));
+  for (int i = 0; i < per_tenant; ++i) {
+    for (size_t t = 0; t < tenants.size(); ++t) {
+      AsyncResult* r = &results[i * tenants.size() + t];
+      std::string id = tenants[t] + "-" + std::to_string(i);
+      engine_->EmitAsync(Ctx(tenants[t]), "order.created", Payload(R"({"i":)" + std::to_string(i) + "}"),
+                         {PutOrder(id)}, {}, [r, &all](absl::StatusOr<Envelope> e) {
+                           r->status = e.status();
+                           if (e.ok()) r->envelope = *e;
+                           r->called = true;
+                           all.Done();
+                         });
+    }
+  }
+  all.Wait();
+  for (int i = 0; i < per_tenant; ++i) {
+    for (size_t t = 0; t < tenants.size(); ++t) {
+      const AsyncResult& r = results[i * tenants.size() + t];
+      ASSERT_TRUE(r.status.ok()) << r.status;
+      // The i-th call of a tenant got seq i + 1: call order is seq order.
+      EXPECT_EQ(r.envelope.tenant, tenants[t]);
+      EXPECT_EQ(r.envelope.seq, i + 1);
+      EXPECT_TRUE(Get("orders", "ORDER#" + tenants[t] + "-" + std::to_string(i), "A").has_value());
+    }
+  }
+  for (const auto& t : tenants) {
+    auto v = engine_->VerifyChain(t);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_TRUE(v->chain_intact) << v->detail;
+    EXPECT_EQ(v->count, per_tenant);
+  }
+  const int64_t events = per_tenant * static_cast<int64_t>(tenants.size());
+  EXPECT_EQ(engine_->metrics().events.load(), events);
+  // Emits in flight together share transactions: one thread issued them all.
+  EXPECT_LT(engine_->metrics().transactions.load(), events);
+}
+
+TEST_P(EmitTest, EmitAsyncFailuresArePerEmitAndCommitNothingOfTheirOwn) {
+  CreateTable("orders");
+  ASSERT_TRUE(engine_->Emit(Ctx(), "order.created", Value::M({}), {PutOrder("taken")}).ok());
+  const int n = 30;
+  std::vector<AsyncResult> results(n);
+  Countdown all(n);
+  for (int i = 0; i < n; ++i) {
+    // Every third emit writes an order that exists: its condition fails.
+    std::string id = i % 3 == 1 ? "taken" : "o" + std::to_string(i);
+    AsyncResult* r = &results[i];
+    engine_->EmitAsync(Ctx(), "order.created", Value::M({}), {PutOrder(id)}, {},
+                       [r, &all](absl::StatusOr<Envelope> e) {
+                         r->status = e.status();
+                         if (e.ok()) r->envelope = *e;
+                         all.Done();
+                       });
+  }
+  all.Wait();
+  int ok = 0;
+  int64_t last_seq = 1;
+  for (int i = 0; i < n; ++i) {
+    if (i % 3 == 1) {
+      EXPECT_EQ(results[i].status.code(), absl::StatusCode::kFailedPrecondition) << results[i].status;
+      EXPECT_THAT(std::string(results[i].status.message()), HasSubstr("ORDER#taken"));
+      continue;
+    }
+    ASSERT_TRUE(results[i].status.ok()) << i << ": " << results[i].status;
+    EXPECT_GT(results[i].envelope.seq, last_seq) << "seqs follow call order";
+    last_seq = results[i].envelope.seq;
+    EXPECT_TRUE(Get("orders", "ORDER#o" + std::to_string(i), "A").has_value());
+    ++ok;
+  }
+  EXPECT_EQ(ok, 20);
+  EXPECT_EQ(CountEvents("acme"), 1 + ok) << "a failed emit committed no event";
+  EXPECT_EQ(engine_->metrics().emit_failures.load(), n - ok);
+  auto v = engine_->VerifyChain("acme");
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->chain_intact) << v->detail;
+}
+
+TEST_P(EmitTest, EmitAsyncReportsBadInputOnTheCallingThreadBeforeReturning) {
+  bool called = false;
+  std::thread::id on;
+  engine_->EmitAsync(Ctx("bad tenant!"), "t", Value::M({}), {}, {},
+                     [&](absl::StatusOr<Envelope> e) {
+                       called = true;
+                       on = std::this_thread::get_id();
+                       EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+                       EXPECT_THAT(std::string(e.status().message()), HasSubstr("tenant"));
+                     });
+  EXPECT_TRUE(called);
+  EXPECT_EQ(on, std::this_thread::get_id());
+  auto tenants = engine_->ListTenants();
+  ASSERT_TRUE(tenants.ok());
+  EXPECT_TRUE(tenants->empty()) << "nothing was committed";
+  // The future form.
+  auto f = engine_->EmitAsync(Ctx(), "t", Value::M({}));
+  auto e = f.get();
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->seq, 1);
+  // Options are checked when the engine opens.
+  EngineOptions o;
+  o.async_emit_threads = 0;
+  auto bad = Engine::Open(store_.get(), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("async_emit_threads"));
+  o = {};
+  o.max_async_emits_in_flight = 0;
+  bad = Engine::Open(store_.get(), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("max_async_emits_in_flight"));
+}
+
+TEST_P(EmitTest, EmitAsyncWaitsWhenTheInFlightLimitIsReached) {
+  EngineOptions o;
+  o.max_async_emits_in_flight = 1;
+  auto engine = NewEngine(o);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  engine->EmitAsync(Ctx(), "first", Value::M({}), {}, {}, [&](absl::StatusOr<Envelope> e) {
+    EXPECT_TRUE(e.ok()) << e.status();
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return release; });  // the one slot stays taken
+  });
+  std::atomic<bool> second_returned{false};
+  std::thread second([&] {
+    engine->EmitAsync(Ctx(), "second", Value::M({}), {}, {}, [](absl::StatusOr<Envelope> e) {
+      EXPECT_TRUE(e.ok()) << e.status();
+    });
+    second_returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(second_returned) << "the second EmitAsync waited for the slot";
+  {
+    std::lock_guard<std::mutex> l(mu);
+    release = true;
+  }
+  cv.notify_all();
+  second.join();
+  EXPECT_TRUE(second_returned);
+  engine.reset();  // waits for the second emit
+  EXPECT_EQ(CountEvents("acme"), 2);
+}
+
+TEST_P(EmitTest, EngineDestructorWaitsForEveryAsyncEmitAndMixesWithBlockingEmits) {
+  const int n = dynamodb() ? 40 : 300;
+  std::atomic<int> called{0};
+  std::atomic<int> failed{0};
+  {
+    auto engine = NewEngine();
+    // Blocking emitters of the same tenant at the same time.
+    std::vector<std::thread> sync;
+    std::atomic<int> sync_failed{0};
+    for (int t = 0; t < 2; ++t) {
+      sync.emplace_back([&] {
+        for (int i = 0; i < n / 10; ++i) {
+          if (!engine->Emit(Ctx(), "sync", Value::M({})).ok()) sync_failed++;
+        }
+      });
+    }
+    for (int i = 0; i < n; ++i) {
+      engine->EmitAsync(Ctx(), "async", Value::M({}), {}, {}, [&](absl::StatusOr<Envelope> e) {
+        if (!e.ok()) failed++;
+        called++;
+      });
+    }
+    for (auto& t : sync) t.join();
+    EXPECT_EQ(sync_failed, 0);
+  }  // ~Engine
+  EXPECT_EQ(called, n) << "every callback ran before the engine was destroyed";
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(CountEvents("acme"), n + 2 * (n / 10));
+  auto v = engine_->VerifyChain("acme");
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->chain_intact) << v->detail;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, EmitTest, ::testing::ValuesIn(kEngineBackends),
