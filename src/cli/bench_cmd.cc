@@ -30,6 +30,7 @@
 #include <cctype>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +57,7 @@ struct BenchFlags {
   int64_t events = 20000;
   int tenants = 8;
   int producers = 0;  // 0: one per tenant
+  int in_flight = 0;  // > 0: Engine::EmitAsync, this many emits in flight in total
   int subscriptions = 1;
   double rate = 0;  // events/s in total; 0: closed loop
   std::string topology = "processes";
@@ -312,6 +314,7 @@ int RunPipeline(const BenchFlags& f) {
   // Producers.
   const std::string payload(static_cast<size_t>(std::max(0, f.payload_bytes)), 'p');
   std::vector<std::vector<Emitted>> emitted(producers);
+  std::vector<std::mutex> emitted_mu(producers);  // --in-flight: callbacks append
   std::atomic<int64_t> done{0}, failures{0};
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t t0_ms = NowMs();
@@ -320,6 +323,11 @@ int RunPipeline(const BenchFlags& f) {
     threads.emplace_back([&, p] {
       const int64_t share = f.events / producers + (p < f.events % producers ? 1 : 0);
       const double per_thread_rate = f.rate > 0 ? f.rate / producers : 0;
+      // --in-flight: this producer's share of the emits kept in flight.
+      const int slots_max = std::max(1, f.in_flight / producers + (p < f.in_flight % producers));
+      int slots = slots_max;
+      std::mutex slots_mu;
+      std::condition_variable slots_cv;
       for (int64_t i = 0; i < share; ++i) {
         if (per_thread_rate > 0) {
           std::this_thread::sleep_until(
@@ -331,8 +339,32 @@ int RunPipeline(const BenchFlags& f) {
             {{"pk", Value::S(fmt::format("{}#{}#{}", tenant, p, i))}, {"v", Value::S(payload)}});
         RequestContext ctx;
         ctx.tenant = tenant;
-        auto ev = e.engine()->Emit(ctx, "bench.event", Value::M({{"data", Value::S(payload)}}),
-                                   {std::move(put)});
+        Value body = Value::M({{"data", Value::S(payload)}});
+        if (f.in_flight > 0) {
+          {
+            std::unique_lock<std::mutex> l(slots_mu);
+            slots_cv.wait(l, [&] { return slots > 0; });
+            --slots;
+          }
+          e.engine()->EmitAsync(
+              ctx, "bench.event", std::move(body), {std::move(put)}, {},
+              [&, p, tenant](absl::StatusOr<Envelope> ev) {
+                if (ev.ok()) {
+                  std::lock_guard<std::mutex> l(emitted_mu[p]);
+                  emitted[p].push_back({tenant, ev->seq, NowMs()});
+                }
+                {
+                  // Notified under the lock: the producer cannot return (and
+                  // destroy these) before this callback is done with them.
+                  std::lock_guard<std::mutex> l(slots_mu);
+                  ++slots;
+                  slots_cv.notify_one();
+                }
+                ++(ev.ok() ? done : failures);  // last: the main loop then joins this thread
+              });
+          continue;
+        }
+        auto ev = e.engine()->Emit(ctx, "bench.event", std::move(body), {std::move(put)});
         if (!ev.ok()) {
           ++failures;
           continue;
@@ -340,6 +372,8 @@ int RunPipeline(const BenchFlags& f) {
         emitted[p].push_back({tenant, ev->seq, NowMs()});
         ++done;
       }
+      std::unique_lock<std::mutex> l(slots_mu);
+      slots_cv.wait(l, [&] { return slots == slots_max; });
     });
   }
   bool killed = false;
@@ -452,6 +486,7 @@ int RunPipeline(const BenchFlags& f) {
       {"events", f.events},
       {"tenants", f.tenants},
       {"producers", producers},
+      {"in_flight", f.in_flight},
       {"subscriptions", f.subscriptions},
       {"rate", f.rate},
       {"payload_bytes", f.payload_bytes},
@@ -480,15 +515,16 @@ int RunPipeline(const BenchFlags& f) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << fmt::format(
-        "{} topology: {} events, {} tenants, {} producers, {} subscription(s)\n"
+        "{} topology: {} events, {} tenants, {} producers{}, {} subscription(s)\n"
         "producer {:.0f} ev/s   end to end {:.0f} ev/s\n"
         "propagation p50 {} ms  p99 {} ms  max {} ms\n"
         "lost {}  duplicates {}  cpu {:.1f} us/event  peak rss {:.0f} MB\n"
         "commits {:.2f} per event, {:.1f} writes per commit\n"
         "fsync (4 KiB write + fdatasync, this folder, this minute): p50 {:.3f} ms, mean {:.3f} "
         "ms\n",
-        f.topology, f.events, f.tenants, producers, f.subscriptions,
-        j["producer_events_per_second"].get<double>(),
+        f.topology, f.events, f.tenants, producers,
+        f.in_flight > 0 ? fmt::format(" (EmitAsync, {} in flight)", f.in_flight) : "",
+        f.subscriptions, j["producer_events_per_second"].get<double>(),
         j["end_to_end_events_per_second"].get<double>(), pct(0.5), pct(0.99), pct(1.0),
         j["lost"].get<int64_t>(), duplicates, j["cpu_seconds_per_event"].get<double>() * 1e6,
         j["peak_rss_mb"].get<double>(), j["commits_per_event"].get<double>(),
@@ -802,6 +838,11 @@ void AddBench(CLI::App& app) {
   p->add_option("--events", f->events, "Events in total")->capture_default_str();
   p->add_option("--tenants", f->tenants, "Tenants (FIFO groups)")->capture_default_str();
   p->add_option("--producers", f->producers, "Producer threads (0: one per tenant)")
+      ->capture_default_str();
+  p->add_option("--in-flight", f->in_flight,
+                "Emit with Engine::EmitAsync, this many emits in flight in total (0: blocking "
+                "Emit, one at a time per producer)")
+      ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   p->add_option("--subscriptions", f->subscriptions, "DURABLE subscriptions (1..16)")
       ->capture_default_str();

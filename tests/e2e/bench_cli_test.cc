@@ -55,6 +55,15 @@ TEST(BenchPipeline, BothTopologiesDeliverEveryEventOnce) {
   }
 }
 
+TEST(BenchPipeline, EmitAsyncProducersDeliverEveryEventOnce) {
+  int code = -1;
+  json j = Bench("--events 600 --tenants 6 --producers 1 --in-flight 64 --topology serve", &code);
+  EXPECT_EQ(code, 0) << j.dump(2);
+  ExpectWhole(j, 600, 1);
+  EXPECT_EQ(j["in_flight"], 64);
+  EXPECT_EQ(j["producers"], 1);
+}
+
 TEST(BenchPipeline, AKilledWorkerLosesNothingAndDuplicatesNoEffect) {
   int code = -1;
   json j = Bench("--events 600 --tenants 4 --kill-worker-at 0.5 --visibility-seconds 3", &code);
