@@ -585,23 +585,34 @@ void Daemon::Impl::PostEventsBatch(const httplib::Request& req, httplib::Respons
       calls[i] = std::move(std::get<EmitCall>(parsed));
     }
   }
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      if (!calls[i]) continue;
-      EmitCall& c = *calls[i];
-      auto env = engine->Emit(c.ctx, std::move(c.type), std::move(c.payload), std::move(c.writes),
-                              std::move(c.opts));
-      results[i] = env.ok()
-                       ? fmt::format("{{\"status\":201,\"event\":{}}}", EnvelopeToJsonText(*env))
-                       : ResultJson(ErrorOf(env.status()));
+  // Every event in flight at once (Engine::EmitAsync): one tenant's events
+  // share transactions, in request order, and all share group commits; no
+  // thread per request.
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t pending = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!calls[i]) continue;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      ++pending;
     }
-  };
-  const size_t threads = std::min<size_t>(n, 16);
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+    EmitCall& c = *calls[i];
+    engine->EmitAsync(c.ctx, std::move(c.type), std::move(c.payload), std::move(c.writes),
+                      std::move(c.opts), [&, i](absl::StatusOr<Envelope> env) {
+                        std::string r = env.ok() ? fmt::format("{{\"status\":201,\"event\":{}}}",
+                                                               EnvelopeToJsonText(*env))
+                                                 : ResultJson(ErrorOf(env.status()));
+                        // Notified under the lock: this frame outlives the callback's use of it.
+                        std::lock_guard<std::mutex> l(mu);
+                        results[i] = std::move(r);
+                        if (--pending == 0) cv.notify_all();
+                      });
+  }
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return pending == 0; });
+  }
   std::string body = "{\"results\":[";
   for (size_t i = 0; i < n; ++i) {
     if (i) body += ",";

@@ -645,6 +645,22 @@ TEST_F(Serve, BatchEmitsEachEventOnItsOwn) {
   auto not_batch = c.Post("/v1/events:batch", R"({"tenant":"t1"})", "application/json");
   ASSERT_TRUE(not_batch);
   EXPECT_EQ(not_batch->status, 400) << not_batch->body;
+  // One tenant's events of a batch get seqs in request order.
+  json ordered = {{"events", json::array()}};
+  for (int i = 0; i < 50; ++i) {
+    ordered["events"].push_back(
+        {{"tenant", "t5"}, {"type", "com.order_placed"}, {"payload", {{"i", i}}}});
+  }
+  auto in_order = c.Post("/v1/events:batch", ordered.dump(), "application/json");
+  ASSERT_TRUE(in_order);
+  ASSERT_EQ(in_order->status, 200) << in_order->body;
+  json res = json::parse(in_order->body)["results"];
+  ASSERT_EQ(res.size(), 50u);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(res[i]["status"], 201) << res[i].dump();
+    EXPECT_EQ(res[i]["event"]["seq"], i + 1) << res[i].dump();
+    EXPECT_EQ(res[i]["event"]["payload"]["i"], i);
+  }
 }
 
 // relay.mode = "poll" on the embedded store: the engine writes an outbox row
