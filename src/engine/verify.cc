@@ -129,6 +129,11 @@ absl::StatusOr<VerifyResult> EngineImpl::VerifyChain(const std::string& tenant, 
       expected = row->anchor_seq + 1;
     }
   }
+  // The head was read before the log: events after its seq that the log
+  // shows may have been emitted while the log was read. `hash_at_head` is
+  // the log's hash at the head's seq, compared with the head's hash.
+  std::optional<std::string> hash_at_head;
+  if (head.ok() && head->last_seq == res.last_seq) hash_at_head = prev;
   QueryRequest q;
   q.table = options_.events_table;
   q.key_condition = "pk = :p";
@@ -200,14 +205,25 @@ absl::StatusOr<VerifyResult> EngineImpl::VerifyChain(const std::string& tenant, 
         break;
       }
       prev = std::move(h);
+      if (head.ok() && pos == head->last_seq) hash_at_head = prev;
       ++expected;
     }
     if (progress) progress(res.count);
     if (!r->last_evaluated_key) break;
     q.exclusive_start_key = r->last_evaluated_key;
   }
+  if (head.ok() && res.chain_intact && res.last_seq > head->last_seq &&
+      hash_at_head == head->last_hash) {
+    // The log goes on past the head read first, and matches it at its seq.
+    // Head and event rows commit together, so a head read now covers every
+    // event emitted meanwhile; events no head covers are still a mismatch.
+    auto now = ReadHead(tenant);
+    if (!now.ok() && now.status().code() != absl::StatusCode::kDataLoss) return now.status();
+    if (now.ok() && now->last_seq >= res.last_seq) head = Head{res.last_seq, prev};
+    if (now.ok()) res.head_seq = now->last_seq;
+  }
   if (head.ok()) {
-    res.head_seq = head->last_seq;
+    res.head_seq = std::max(res.head_seq, head->last_seq);
     if (res.chain_intact && (head->last_seq != res.last_seq || head->last_hash != prev)) {
       fail(head->last_seq == res.last_seq ? res.last_seq
                                           : std::min(head->last_seq, res.last_seq) + 1,
