@@ -252,7 +252,11 @@ void EngineImpl::RunJob(EmitJob* job) {
       ts.cv.Wait(l);
       continue;
     }
-    std::vector<EmitJob*> finished = LeadOnce(ts, l);
+    std::vector<EmitJob*> group = TakeGroup(ts);
+    l.Unlock();
+    ProcessGroup(ts, group);
+    l.Lock();
+    std::vector<EmitJob*> finished = FinishGroup(ts, group);
     if (!finished.empty()) {
       l.Unlock();
       for (EmitJob* j : finished) CompleteAsync(j);
@@ -261,7 +265,7 @@ void EngineImpl::RunJob(EmitJob* job) {
   }
 }
 
-std::vector<EmitJob*> EngineImpl::LeadOnce(TenantState& ts, util::MutexLock& l) {
+std::vector<EmitJob*> EngineImpl::TakeGroup(TenantState& ts) {
   ts.leader_active = true;
   std::vector<EmitJob*> group;
   int items = 2;  // head + tenant registry
@@ -273,9 +277,11 @@ std::vector<EmitJob*> EngineImpl::LeadOnce(TenantState& ts, util::MutexLock& l) 
     ts.queue.pop_front();
     if (j->callback) --ts.async_queued;
   }
-  l.Unlock();
-  ProcessGroup(ts, group);
-  l.Lock();
+  return group;
+}
+
+std::vector<EmitJob*> EngineImpl::FinishGroup(TenantState& ts,
+                                              const std::vector<EmitJob*>& group) {
   std::vector<EmitJob*> finished;
   for (EmitJob* j : group) {
     if (j->callback) {
@@ -305,7 +311,11 @@ void EngineImpl::Drain(TenantState* ts) {
     // Another leader is active: it schedules a drain when it finishes. One
     // group per task, so the pool's threads take the tenants in turn.
     if (ts->leader_active || ts->queue.empty()) return;
-    finished = LeadOnce(*ts, l);
+    std::vector<EmitJob*> group = TakeGroup(*ts);
+    l.Unlock();
+    ProcessGroup(*ts, group);
+    l.Lock();
+    finished = FinishGroup(*ts, group);
   }
   for (EmitJob* j : finished) CompleteAsync(j);
 }

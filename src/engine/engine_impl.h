@@ -106,10 +106,13 @@ class EngineImpl final : public Engine {
   absl::Status ValidateJob(EmitJob& job) const;
   TenantState& Tenant(const std::string& tenant);
   void RunJob(EmitJob* job);
-  // Leads one group of ts.queue (called with ts.mu held, no leader active,
-  // queue not empty; returns with ts.mu held). Returns the EmitAsync jobs it
-  // finished, to be completed (CompleteAsync) once ts.mu is released.
-  std::vector<EmitJob*> LeadOnce(TenantState& ts, util::MutexLock& l)
+  // Leading one group of ts.queue (no leader active, queue not empty):
+  // TakeGroup makes the caller the leader and takes the group; the caller
+  // runs ProcessGroup with ts.mu released; FinishGroup ends the leadership
+  // and returns the EmitAsync jobs of the group, to be completed
+  // (CompleteAsync) once ts.mu is released.
+  std::vector<EmitJob*> TakeGroup(TenantState& ts) ABSL_EXCLUSIVE_LOCKS_REQUIRED(ts.mu);
+  std::vector<EmitJob*> FinishGroup(TenantState& ts, const std::vector<EmitJob*>& group)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(ts.mu);
   void ScheduleDrain(TenantState& ts) ABSL_EXCLUSIVE_LOCKS_REQUIRED(ts.mu);
   void Drain(TenantState* ts);
