@@ -30,6 +30,17 @@ class ChainTest : public EngineFixture {
     return v.ok() ? *v : VerifyResult{};
   }
   static std::string EventRowPk(const std::string& t) { return "TENANT#" + t + "#EVENT"; }
+  // The tenant's chain breaks at `first_broken` because the head (at
+  // `head_seq`) and the log (ending at `last_seq`) disagree.
+  void ExpectHeadMismatch(const std::string& tenant, int64_t first_broken, int64_t head_seq,
+                          int64_t last_seq) {
+    VerifyResult v = Verify(tenant);
+    EXPECT_FALSE(v.chain_intact);
+    EXPECT_EQ(v.reason, ChainBreak::kHeadMismatch);
+    EXPECT_EQ(v.first_broken_seq, first_broken);
+    EXPECT_EQ(v.head_seq, head_seq);
+    EXPECT_EQ(v.last_seq, last_seq);
+  }
 };
 
 TEST_P(ChainTest, CleanLogVerifies) {
@@ -122,12 +133,7 @@ TEST_P(ChainTest, ChangedHeadIsAHeadMismatch) {
   std::string edited = head;
   edited.replace(edited.find(R"("last_seq":{"N":"10"})"), 21, R"("last_seq":{"N":"12"})");
   RawSetItemText("TENANT#acme#HEAD", "HEAD", edited);
-  VerifyResult v = Verify("acme");
-  EXPECT_FALSE(v.chain_intact);
-  EXPECT_EQ(v.reason, ChainBreak::kHeadMismatch);
-  EXPECT_EQ(v.first_broken_seq, 11);
-  EXPECT_EQ(v.head_seq, 12);
-  EXPECT_EQ(v.last_seq, 10);
+  ExpectHeadMismatch("acme", 11, 12, 10);
 }
 
 // `outbox status` verifies chains of a live system: events emitted while the
@@ -152,12 +158,7 @@ TEST_P(ChainTest, EventsPastTheHeadAreAHeadMismatch) {
   std::string head10 = RawItemText("TENANT#acme#HEAD", "HEAD");
   EmitN("acme", 2);
   RawSetItemText("TENANT#acme#HEAD", "HEAD", head10);
-  VerifyResult v = Verify("acme");
-  EXPECT_FALSE(v.chain_intact);
-  EXPECT_EQ(v.reason, ChainBreak::kHeadMismatch);
-  EXPECT_EQ(v.first_broken_seq, 11);
-  EXPECT_EQ(v.head_seq, 10);
-  EXPECT_EQ(v.last_seq, 12);
+  ExpectHeadMismatch("acme", 11, 10, 12);
 }
 
 TEST_P(ChainTest, ListTenantsIsSorted) {
