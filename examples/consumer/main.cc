@@ -4,6 +4,7 @@
 //
 //   outbox_consumer PATH.db [EVENTS]
 #include <cstdlib>
+#include <future>
 #include <iostream>
 #include <string>
 
@@ -94,12 +95,23 @@ int main(int argc, char** argv) {
                 .code() == absl::StatusCode::kFailedPrecondition,
         "a DURABLE subscription after NewWorker is refused");
 
+  // Half the events blocking (Emit), half in flight together (EmitAsync).
   std::vector<std::string> ids;
+  std::vector<std::future<absl::StatusOr<outbox::Envelope>>> in_flight;
   for (int i = 0; i < events; ++i) {
     outbox::RequestContext ctx{.tenant = "tenant-" + std::to_string(i % 3), .actor = "consumer"};
     auto row = outbox::TransactWriteItem::Put(
         "orders", {{"pk", outbox::Value::S("order#" + std::to_string(i))}});
+    if (i % 2 == 1) {
+      in_flight.push_back(stack.engine()->EmitAsync(ctx, "order.paid", outbox::Value::M({}), {row}));
+      continue;
+    }
     auto ev = stack.engine()->Emit(ctx, "order.paid", outbox::Value::M({}), {row});
+    if (!ev.ok()) return std::cerr << ev.status() << "\n", 1;
+    ids.push_back(ev->id);
+  }
+  for (auto& f : in_flight) {
+    auto ev = f.get();
     if (!ev.ok()) return std::cerr << ev.status() << "\n", 1;
     ids.push_back(ev->id);
   }
