@@ -328,11 +328,17 @@ void EngineImpl::CompleteAsync(EmitJob* job) {
                                    : absl::StatusOr<Envelope>(job->status);
   if (!job->status.ok()) metrics_.emit_failures++;
   owned.reset();
+  {
+    // The slot is free before the callback runs, so a callback may call
+    // EmitAsync even at the limit; the destructor also waits for callbacks.
+    util::MutexLock l(async_mu_);
+    --async_in_flight_;
+    ++async_callbacks_;
+    async_cv_.NotifyAll();
+  }
   cb(std::move(r));
-  // Released after the callback, so the destructor (waiting for zero) never
-  // returns while a callback still runs.
   util::MutexLock l(async_mu_);
-  --async_in_flight_;
+  --async_callbacks_;
   async_cv_.NotifyAll();
 }
 

@@ -113,7 +113,7 @@ EngineImpl::~EngineImpl() {
   {
     // Every EmitAsync in flight finishes (and its callback runs) first.
     util::MutexLock l(async_mu_);
-    while (async_in_flight_ > 0) async_cv_.Wait(l);
+    while (async_in_flight_ > 0 || async_callbacks_ > 0) async_cv_.Wait(l);
   }
   async_pool_.reset();
   pool_.reset();

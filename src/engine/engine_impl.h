@@ -150,6 +150,7 @@ class EngineImpl final : public Engine {
   util::Mutex async_mu_;
   util::CondVar async_cv_;
   int64_t async_in_flight_ ABSL_GUARDED_BY(async_mu_) = 0;
+  int64_t async_callbacks_ ABSL_GUARDED_BY(async_mu_) = 0;  // callbacks running
   std::unique_ptr<LocalPool> async_pool_;
 };
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -478,16 +479,21 @@ TEST_P(EmitTest, EmitAsyncWaitsWhenTheInFlightLimitIsReached) {
   std::mutex mu;
   std::condition_variable cv;
   bool release = false;
-  engine->EmitAsync(Ctx(), "first", Value::M({}), {}, {}, [&](absl::StatusOr<Envelope> e) {
-    EXPECT_TRUE(e.ok()) << e.status();
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return release; });  // the one slot stays taken
-  });
+  // An INLINE handler that holds the first emit in flight (it runs before the commit).
+  ASSERT_TRUE(engine
+                  ->Subscribe(Subscription{"hold", "first", Lane::kInline,
+                                           [&](HandlerContext&, const Envelope&) -> absl::Status {
+                                             std::unique_lock<std::mutex> l(mu);
+                                             cv.wait(l, [&] { return release; });
+                                             return absl::OkStatus();
+                                           }})
+                  .ok());
+  engine->EmitAsync(Ctx(), "first", Value::M({}), {}, {},
+                    [](absl::StatusOr<Envelope> e) { EXPECT_TRUE(e.ok()) << e.status(); });
   std::atomic<bool> second_returned{false};
   std::thread second([&] {
-    engine->EmitAsync(Ctx(), "second", Value::M({}), {}, {}, [](absl::StatusOr<Envelope> e) {
-      EXPECT_TRUE(e.ok()) << e.status();
-    });
+    engine->EmitAsync(Ctx("other"), "second", Value::M({}), {}, {},
+                      [](absl::StatusOr<Envelope> e) { EXPECT_TRUE(e.ok()) << e.status(); });
     second_returned = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -500,7 +506,26 @@ TEST_P(EmitTest, EmitAsyncWaitsWhenTheInFlightLimitIsReached) {
   second.join();
   EXPECT_TRUE(second_returned);
   engine.reset();  // waits for the second emit
-  EXPECT_EQ(CountEvents("acme"), 2);
+  EXPECT_EQ(CountEvents("acme"), 1);
+  EXPECT_EQ(CountEvents("other"), 1);
+}
+
+TEST_P(EmitTest, EmitAsyncCallbackMayEmitAgainAtTheLimit) {
+  EngineOptions o;
+  o.max_async_emits_in_flight = 1;
+  auto engine = NewEngine(o);
+  Engine* raw = engine.get();  // unique_ptr::reset nulls the pointer before the destructor runs
+  const int n = 20;
+  std::atomic<int> ok{0};
+  std::function<void(absl::StatusOr<Envelope>)> next = [&](absl::StatusOr<Envelope> e) {
+    EXPECT_TRUE(e.ok()) << e.status();
+    // The slot of this emit is free already: the next call does not wait for it.
+    if (e.ok() && ++ok < n) raw->EmitAsync(Ctx(), "chained", Value::M({}), {}, {}, next);
+  };
+  engine->EmitAsync(Ctx(), "chained", Value::M({}), {}, {}, next);
+  engine.reset();  // waits for the whole chain: each emit starts inside the last callback
+  EXPECT_EQ(ok, n);
+  EXPECT_EQ(CountEvents("acme"), n);
 }
 
 TEST_P(EmitTest, EngineDestructorWaitsForEveryAsyncEmitAndMixesWithBlockingEmits) {
