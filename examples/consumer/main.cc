@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
     auto row = outbox::TransactWriteItem::Put(
         "orders", {{"pk", outbox::Value::S("order#" + std::to_string(i))}});
     if (i % 2 == 1) {
-      in_flight.push_back(stack.engine()->EmitAsync(ctx, "order.paid", outbox::Value::M({}), {row}));
+      in_flight.push_back(
+          stack.engine()->EmitAsync(ctx, "order.paid", outbox::Value::M({}), {row}));
       continue;
     }
     auto ev = stack.engine()->Emit(ctx, "order.paid", outbox::Value::M({}), {row});

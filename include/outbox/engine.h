@@ -93,6 +93,7 @@ struct EngineMetrics {
   std::atomic<int64_t> inline_errors{0};           // INLINE handler errors (emit aborted)
   std::atomic<int64_t> local_runs{0};              // LOCAL handler runs finished
   std::atomic<int64_t> local_errors{0};            // LOCAL handler errors (logged)
+  std::atomic<int64_t> async_waits{0};  // EmitAsync calls that waited for a slot (backpressure)
 };
 
 enum class ChainBreak { kNone, kGap, kEdited, kReordered, kHeadMismatch };

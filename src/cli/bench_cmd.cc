@@ -505,8 +505,10 @@ int RunPipeline(const BenchFlags& f) {
       // event, and the writes (emits, forwards, receives, claims,
       // completions ...) one commit carried. After --kill-worker-at the
       // killed worker's commits are not counted (it could not print them).
-      {"commits_per_event", static_cast<double>(commits) / static_cast<double>(std::max<int64_t>(1, ok_events))},
-      {"writes_per_commit", static_cast<double>(writes) / static_cast<double>(std::max<int64_t>(1, commits))},
+      {"commits_per_event",
+       static_cast<double>(commits) / static_cast<double>(std::max<int64_t>(1, ok_events))},
+      {"writes_per_commit",
+       static_cast<double>(writes) / static_cast<double>(std::max<int64_t>(1, commits))},
       {"cpu_seconds_per_event", (cpu(self) + cpu(children)) / static_cast<double>(ok_events)},
       {"peak_rss_mb", static_cast<double>(std::max(self.ru_maxrss, children.ru_maxrss)) / 1024.0},
       {"fsync_ms", {{"p50", fsync_p50}, {"mean", fsync_mean}}},

@@ -280,8 +280,7 @@ std::vector<EmitJob*> EngineImpl::TakeGroup(TenantState& ts) {
   return group;
 }
 
-std::vector<EmitJob*> EngineImpl::FinishGroup(TenantState& ts,
-                                              const std::vector<EmitJob*>& group) {
+std::vector<EmitJob*> EngineImpl::FinishGroup(TenantState& ts, const std::vector<EmitJob*>& group) {
   std::vector<EmitJob*> finished;
   for (EmitJob* j : group) {
     if (j->callback) {
@@ -357,6 +356,7 @@ void EngineImpl::EmitAsync(const RequestContext& ctx, std::string type, Value pa
   }
   {
     util::MutexLock l(async_mu_);
+    if (async_in_flight_ >= options_.max_async_emits_in_flight) metrics_.async_waits++;
     while (async_in_flight_ >= options_.max_async_emits_in_flight) async_cv_.Wait(l);
     ++async_in_flight_;
   }

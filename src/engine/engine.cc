@@ -89,8 +89,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(Store* store, EngineOptions
   return std::unique_ptr<Engine>(new engine_internal::EngineImpl(store, std::move(options)));
 }
 
-std::future<absl::StatusOr<Envelope>> Engine::EmitAsync(const RequestContext& ctx,
-                                                        std::string type, Value payload,
+std::future<absl::StatusOr<Envelope>> Engine::EmitAsync(const RequestContext& ctx, std::string type,
+                                                        Value payload,
                                                         std::vector<TransactWriteItem> extra_writes,
                                                         EmitOptions options) {
   auto promise = std::make_shared<std::promise<absl::StatusOr<Envelope>>>();

@@ -214,6 +214,9 @@ void RegisterEngineMetrics(metrics::Registry* r, const EngineMetrics& m) {
                 [&m] { return static_cast<double>(m.emit_conflicts.load()); });
   r->AddCounter("outbox_emit_failures_total", "Emits that failed for any reason",
                 [&m] { return static_cast<double>(m.emit_failures.load()); });
+  r->AddCounter("outbox_emit_async_waits_total",
+                "EmitAsync calls that waited for a slot (max_async_emits_in_flight)",
+                [&m] { return static_cast<double>(m.async_waits.load()); });
   r->AddCounter("outbox_local_errors_total", "LOCAL handler errors",
                 [&m] { return static_cast<double>(m.local_errors.load()); });
 }

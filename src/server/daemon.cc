@@ -590,13 +590,10 @@ void Daemon::Impl::PostEventsBatch(const httplib::Request& req, httplib::Respons
   // thread per request.
   std::mutex mu;
   std::condition_variable cv;
-  size_t pending = 0;
+  size_t pending = static_cast<size_t>(
+      std::count_if(calls.begin(), calls.end(), [](const auto& c) { return c.has_value(); }));
   for (size_t i = 0; i < n; ++i) {
     if (!calls[i]) continue;
-    {
-      std::lock_guard<std::mutex> l(mu);
-      ++pending;
-    }
     EmitCall& c = *calls[i];
     engine->EmitAsync(c.ctx, std::move(c.type), std::move(c.payload), std::move(c.writes),
                       std::move(c.opts), [&, i](absl::StatusOr<Envelope> env) {

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -367,8 +366,9 @@ TEST_P(EmitTest, EmitAsyncFromOneThreadCommitsEveryEventInCallOrderPerTenant) {
     for (size_t t = 0; t < tenants.size(); ++t) {
       AsyncResult* r = &results[i * tenants.size() + t];
       std::string id = tenants[t] + "-" + std::to_string(i);
-      engine_->EmitAsync(Ctx(tenants[t]), "order.created", Payload(R"({"i":)" + std::to_string(i) + "}"),
-                         {PutOrder(id)}, {}, [r, &all](absl::StatusOr<Envelope> e) {
+      engine_->EmitAsync(Ctx(tenants[t]), "order.created",
+                         Payload(R"({"i":)" + std::to_string(i) + "}"), {PutOrder(id)}, {},
+                         [r, &all](absl::StatusOr<Envelope> e) {
                            r->status = e.status();
                            if (e.ok()) r->envelope = *e;
                            r->called = true;
@@ -421,7 +421,8 @@ TEST_P(EmitTest, EmitAsyncFailuresArePerEmitAndCommitNothingOfTheirOwn) {
   int64_t last_seq = 1;
   for (int i = 0; i < n; ++i) {
     if (i % 3 == 1) {
-      EXPECT_EQ(results[i].status.code(), absl::StatusCode::kFailedPrecondition) << results[i].status;
+      EXPECT_EQ(results[i].status.code(), absl::StatusCode::kFailedPrecondition)
+          << results[i].status;
       EXPECT_THAT(std::string(results[i].status.message()), HasSubstr("ORDER#taken"));
       continue;
     }
@@ -496,8 +497,9 @@ TEST_P(EmitTest, EmitAsyncWaitsWhenTheInFlightLimitIsReached) {
                       [](absl::StatusOr<Envelope> e) { EXPECT_TRUE(e.ok()) << e.status(); });
     second_returned = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_FALSE(second_returned) << "the second EmitAsync waited for the slot";
+  // The second call counts its wait before it waits; the first is still held.
+  while (engine->metrics().async_waits.load() == 0) std::this_thread::yield();
+  EXPECT_FALSE(second_returned) << "the second EmitAsync waits for the slot";
   {
     std::lock_guard<std::mutex> l(mu);
     release = true;
