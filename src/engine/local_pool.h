@@ -15,8 +15,7 @@ namespace outbox::engine_internal {
 
 class LocalPool {
  public:
-  // `name`: the threads' name (util::NameThisThread).
-  LocalPool(int threads, const char* name);
+  explicit LocalPool(int threads);
   ~LocalPool();
   LocalPool(const LocalPool&) = delete;
   LocalPool& operator=(const LocalPool&) = delete;

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/time/clock.h"
-#include "util/thread_name.h"
 
 namespace outbox::worker {
 
@@ -42,7 +41,6 @@ void HandlerPool::Run(std::function<void()> task) {
 }
 
 void HandlerPool::Loop() {
-  util::NameThisThread(name_);
   util::MutexLock l(mu_);
   while (true) {
     const absl::Time give_up = absl::Now() + idle_exit_;
