@@ -69,11 +69,14 @@ struct WorkerOptions {
   bool default_queue = true;
   // Threads that process the groups of one batch (1..64).
   int threads = 4;
-  // Receive loops run by Start() (1..16). Each receives a batch and processes
-  // it while the others receive theirs; a FIFO group with a message in flight
-  // is not handed to another receive, so one group is still processed by one
-  // loop at a time, in order. More loops keep more groups busy at once (a
-  // FIFO receive tends to return few groups). RunOnce is always one receive.
+  // Receive loops run by Start() (1..16). Each receives a batch, hands its
+  // groups to the worker's threads and receives again while they run, as long
+  // as fewer than receivers x threads groups are in flight (so one slow group
+  // holds up no other). A FIFO group with a message in flight is not handed to
+  // another receive, so one group is still processed by one thread at a time,
+  // in order. More loops keep more groups busy at once (a FIFO receive tends
+  // to return few groups). RunOnce is always one receive, processed before it
+  // returns.
   int receivers = 4;
   // Messages per receive (1..10).
   int batch = 10;
@@ -169,7 +172,7 @@ class DurableWorker {
 
   // Background loop of RunOnce until Stop, and the heartbeat thread. Fails when Init fails.
   [[nodiscard]] absl::Status Start();
-  // Graceful: stops receiving, lets the batch in flight finish, joins.
+  // Graceful: stops receiving, lets the groups in flight finish, joins.
   void Stop();
 
   const WorkerMetrics& metrics() const;

@@ -106,8 +106,8 @@ EngineImpl::EngineImpl(Store* store, EngineOptions options)
     : store_(store),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : Clock::Real()),
-      pool_(std::make_unique<LocalPool>(options_.local_threads)),
-      async_pool_(std::make_unique<LocalPool>(options_.async_emit_threads)) {}
+      pool_(std::make_unique<LocalPool>(options_.local_threads, "outbox-local")),
+      async_pool_(std::make_unique<LocalPool>(options_.async_emit_threads, "outbox-emit")) {}
 
 EngineImpl::~EngineImpl() {
   {

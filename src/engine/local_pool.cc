@@ -1,9 +1,16 @@
 #include "engine/local_pool.h"
 
+#include "util/thread_name.h"
+
 namespace outbox::engine_internal {
 
-LocalPool::LocalPool(int threads) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+LocalPool::LocalPool(int threads, const char* name) {
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this, name] {
+      util::NameThisThread(name);
+      Loop();
+    });
+  }
 }
 
 LocalPool::~LocalPool() {

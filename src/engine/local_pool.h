@@ -15,7 +15,8 @@ namespace outbox::engine_internal {
 
 class LocalPool {
  public:
-  explicit LocalPool(int threads);
+  // `name`: the threads' name (util::NameThisThread).
+  LocalPool(int threads, const char* name);
   ~LocalPool();
   LocalPool(const LocalPool&) = delete;
   LocalPool& operator=(const LocalPool&) = delete;

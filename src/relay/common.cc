@@ -7,6 +7,7 @@
 #include "outbox/relay.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
+#include "util/thread_name.h"
 
 namespace outbox::relay_internal {
 
@@ -64,6 +65,7 @@ void Relay::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
   thread_ = std::thread([this] {
+    util::NameThisThread("outbox-relay");
     int idle = 0;
     while (!stop_) {
       auto n = RunOnce();

@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "fmt/format.h"
+#include "spdlog/spdlog.h"
 #include "util/crash_point.h"
+#include "util/thread_name.h"
 
 namespace outbox::sqlite {
 
@@ -62,7 +64,7 @@ std::string_view Stmt::ColumnBlob(int i) const {
 // ---- Conn ------------------------------------------------------------------------
 
 Conn::~Conn() {
-  for (auto& [sql, st] : stmts_) sqlite3_finalize(st);
+  for (auto& [sql, c] : stmts_) sqlite3_finalize(c.stmt);
   sqlite3_close_v2(db_);
 }
 
@@ -121,21 +123,32 @@ absl::StatusOr<Stmt> Conn::Prepare(std::string_view sql) {
   std::string key(sql);
   auto it = stmts_.find(key);
   if (it != stmts_.end()) {
-    sqlite3_reset(it->second);
-    sqlite3_clear_bindings(it->second);
-    return Stmt(it->second, this);
+    CachedStmt& c = it->second;
+    sqlite3_reset(c.stmt);
+    sqlite3_clear_bindings(c.stmt);
+    if (!c.used) {
+      c.used = true;
+      used_.push_back(&c);
+    }
+    return Stmt(c.stmt, this);
   }
   sqlite3_stmt* st = nullptr;
   if (sqlite3_prepare_v3(db_, key.c_str(), static_cast<int>(key.size()), SQLITE_PREPARE_PERSISTENT,
                          &st, nullptr) != SQLITE_OK) {
     return Error(sql);
   }
-  stmts_.emplace(std::move(key), st);
+  CachedStmt& c = stmts_.emplace(std::move(key), CachedStmt{st, true}).first->second;
+  used_.push_back(&c);
   return Stmt(st, this);
 }
 
 void Conn::ResetAll() {
-  for (auto& [sql, st] : stmts_) sqlite3_reset(st);
+  // Only a statement handed out by Prepare since the last ResetAll can be mid-step.
+  for (CachedStmt* c : used_) {
+    sqlite3_reset(c->stmt);
+    c->used = false;
+  }
+  used_.clear();
 }
 
 absl::Status Conn::Exec(std::string_view sql) {
@@ -174,8 +187,63 @@ absl::StatusOr<std::shared_ptr<Database>> Database::Open(const DatabaseOptions& 
     util::MutexLock l(db->watcher_mu_);
     db->watcher_ = *std::move(watcher);
   }
-  db->writer_thread_ = std::thread([p = db.get()] { p->WriterLoop(); });
+  auto checkpointer =
+      Conn::Open(options.path, false, options.busy_timeout_ms, options.synchronous, options.vfs);
+  if (!checkpointer.ok()) return checkpointer.status();
+  db->checkpointer_ = *std::move(checkpointer);
+  sqlite3_wal_hook(db->writer_->raw(), &Database::WalHook, db.get());
+  db->checkpointer_thread_ = std::thread([p = db.get()] {
+    util::NameThisThread("outbox-ckpt");
+    p->CheckpointerLoop();
+  });
+  db->writer_thread_ = std::thread([p = db.get()] {
+    util::NameThisThread("outbox-writer");
+    p->WriterLoop();
+  });
   return db;
+}
+
+int Database::WalHook(void* self, sqlite3* db, const char* name, int frames) {
+  auto* d = static_cast<Database*>(self);
+  if (frames >= kBackstopFrames) {
+    // The checkpointer fell behind (or cannot run): copy here so the log stays bounded.
+    if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr) ==
+        SQLITE_OK) {
+      d->writer_checkpoints_.fetch_add(1);
+    }
+  }
+  // Once per kCheckpointFrames new frames, not after every commit past the threshold: the log
+  // restarts only at the writer's next transaction after a complete checkpoint.
+  if (frames < d->wal_frames_) d->ckpt_at_ = kCheckpointFrames;  // the log restarted
+  d->wal_frames_ = frames;
+  if (frames >= d->ckpt_at_) {
+    d->ckpt_at_ = frames + kCheckpointFrames;
+    util::MutexLock l(d->ckpt_mu_);
+    d->ckpt_wanted_ = true;
+    d->ckpt_cv_.NotifyOne();
+  }
+  return SQLITE_OK;  // the commit succeeded whatever the checkpoint does
+}
+
+void Database::CheckpointerLoop() {
+  while (true) {
+    {
+      util::MutexLock l(ckpt_mu_);
+      while (!ckpt_wanted_ && !ckpt_stop_) ckpt_cv_.Wait(l);
+      if (ckpt_stop_) return;
+      ckpt_wanted_ = false;
+    }
+    // PASSIVE: copies what no reader still needs, waiting for no reader or writer. The
+    // writer restarts the log at its next transaction once everything is copied.
+    const int rc = sqlite3_wal_checkpoint_v2(checkpointer_->raw(), nullptr,
+                                             SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    if (rc == SQLITE_OK) {
+      checkpoints_.fetch_add(1);
+    } else if ((rc & 0xff) != SQLITE_BUSY) {  // busy: another process is checkpointing
+      spdlog::warn("storage: checkpoint of {} failed: {} (the log is copied at the next one)",
+                   options_.path, sqlite3_errmsg(checkpointer_->raw()));
+    }
+  }
 }
 
 void Database::NoteCommit() {
@@ -193,6 +261,12 @@ Database::~Database() {
   }
   work_cv_.NotifyAll();
   if (writer_thread_.joinable()) writer_thread_.join();
+  {
+    util::MutexLock l(ckpt_mu_);
+    ckpt_stop_ = true;
+  }
+  ckpt_cv_.NotifyAll();
+  if (checkpointer_thread_.joinable()) checkpointer_thread_.join();
 }
 
 absl::Status Database::Write(WriteFn fn) {
@@ -246,12 +320,13 @@ void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
   }
   std::vector<std::function<void()>> hooks;
   for (auto& j : batch) {
-    absl::Status s = c.Exec("SAVEPOINT job");
+    // Prepared once per connection (cached): the writer runs these for every job.
+    absl::Status s = c.Run("SAVEPOINT job");
     if (s.ok()) {
       s = j->fn(c);
       c.ResetAll();
       if (s.ok()) {
-        s = c.Exec("RELEASE job");
+        s = c.Run("RELEASE job");
       } else {
         // Roll back this caller's changes only; the batch goes on.
         (void)c.Exec("ROLLBACK TO job");

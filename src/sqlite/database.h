@@ -73,6 +73,11 @@ class Conn {
   // Prepares (or reuses) `sql`; the statement is reset and its bindings cleared.
   absl::StatusOr<Stmt> Prepare(std::string_view sql);
   absl::Status Exec(std::string_view sql);  // one or more statements, no results
+  // One statement without results through the statement cache (a statement run often).
+  absl::Status Run(std::string_view sql) {
+    auto st = Prepare(sql);
+    return st.ok() ? st->Run() : st.status();
+  }
   // Resets every cached statement (a stepped-but-unfinished statement keeps
   // its transaction open; this is called before COMMIT).
   void ResetAll();
@@ -93,7 +98,12 @@ class Conn {
   sqlite3* db_;
   int busy_timeout_ms_ = 0;
   std::chrono::steady_clock::time_point busy_since_;
-  std::unordered_map<std::string, sqlite3_stmt*> stmts_;
+  struct CachedStmt {
+    sqlite3_stmt* stmt;
+    bool used;  // handed out by Prepare since the last ResetAll (then in used_)
+  };
+  std::unordered_map<std::string, CachedStmt> stmts_;  // node-based: used_ points into it
+  std::vector<CachedStmt*> used_;
   std::vector<std::function<void()>> on_commit_;
 };
 
@@ -137,6 +147,15 @@ class Database {
   // reports commits per event from these.
   uint64_t write_commits() const { return write_commits_.load(); }
   uint64_t writes_committed() const { return writes_committed_.load(); }
+  // Checkpoints of the log run by this object (docs/STORAGE.md "Checkpoints"): by the
+  // checkpointer thread, and by the writer itself only when the log outgrew the backstop.
+  uint64_t checkpoints() const { return checkpoints_.load(); }
+  uint64_t writer_checkpoints() const { return writer_checkpoints_.load(); }
+  // Log frames after which the writer asks the checkpointer to copy the log into the
+  // database (SQLite's own auto-checkpoint threshold), and after which it checkpoints
+  // itself (the checkpointer fell behind).
+  static constexpr int kCheckpointFrames = 1000;
+  static constexpr int kBackstopFrames = 4 * kCheckpointFrames;
 
   absl::Status sticky_error() const;
   const DatabaseOptions& options() const { return options_; }
@@ -156,6 +175,10 @@ class Database {
   };
   void WriterLoop();
   void RunBatch(std::vector<std::shared_ptr<Job>>& batch);
+  // sqlite3_wal_hook of the writer connection (in place of SQLite's auto-checkpoint, which
+  // would copy the log on the writer thread inside a commit).
+  static int WalHook(void* self, sqlite3* db, const char* name, int frames);
+  void CheckpointerLoop();
   bool PollExternalChanges();
   // Counts a commit and wakes every WaitForCommit.
   void NoteCommit();
@@ -176,6 +199,16 @@ class Database {
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> write_commits_{0};
   std::atomic<uint64_t> writes_committed_{0};
+  std::atomic<uint64_t> checkpoints_{0};
+  std::atomic<uint64_t> writer_checkpoints_{0};
+  util::Mutex ckpt_mu_;
+  util::CondVar ckpt_cv_;
+  bool ckpt_wanted_ ABSL_GUARDED_BY(ckpt_mu_) = false;
+  bool ckpt_stop_ ABSL_GUARDED_BY(ckpt_mu_) = false;
+  int wal_frames_ = 0;                  // writer thread only (WalHook)
+  int ckpt_at_ = kCheckpointFrames;     // writer thread only: the next frame count that signals
+  std::unique_ptr<Conn> checkpointer_;  // the checkpointer thread's own connection
+  std::thread checkpointer_thread_;
   util::Mutex commit_mu_;
   util::CondVar commit_cv_;
   util::Mutex watcher_mu_;

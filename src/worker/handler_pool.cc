@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "util/thread_name.h"
 
 namespace outbox::worker {
 
@@ -41,6 +42,7 @@ void HandlerPool::Run(std::function<void()> task) {
 }
 
 void HandlerPool::Loop() {
+  util::NameThisThread(name_);
   util::MutexLock l(mu_);
   while (true) {
     const absl::Time give_up = absl::Now() + idle_exit_;

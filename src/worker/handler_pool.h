@@ -18,7 +18,10 @@ namespace outbox::worker {
 
 class HandlerPool {
  public:
-  explicit HandlerPool(absl::Duration idle_exit = absl::Seconds(60)) : idle_exit_(idle_exit) {}
+  // `name`: the threads' name (util::NameThisThread), a string literal.
+  explicit HandlerPool(const char* name = "outbox-handler",
+                       absl::Duration idle_exit = absl::Seconds(60))
+      : name_(name), idle_exit_(idle_exit) {}
   // Waits for every thread to end (each finishes the task it runs). Global() is never destroyed.
   ~HandlerPool() ABSL_LOCKS_EXCLUDED(mu_);
   HandlerPool(const HandlerPool&) = delete;
@@ -40,6 +43,7 @@ class HandlerPool {
  private:
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
 
+  const char* const name_;
   const absl::Duration idle_exit_;
   mutable util::Mutex mu_;
   util::CondVar cv_;        // a task was queued, or the pool stops

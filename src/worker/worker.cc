@@ -1,5 +1,6 @@
 // DurableWorker lifecycle and batch scheduling: groups of a batch run
-// concurrently, each group on exactly one thread, in queue order.
+// concurrently on the worker's pool, each group on exactly one thread, in queue
+// order; a receive loop receives again while its groups run.
 #include "outbox/worker.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "queue/sqlite/sqlite_queue.h"
 #include "spdlog/spdlog.h"
 #include "store/sqlite/sqlite_store.h"
+#include "util/thread_name.h"
 #include "worker/worker_impl.h"
 
 namespace outbox {
@@ -109,51 +111,72 @@ absl::Status DurableWorker::Init() {
 absl::Status DurableWorker::RunOnce() {
   if (auto s = Init(); !s.ok()) return s;
   Impl& w = *impl_;
-  ReceiveOptions ro;
-  ro.max_messages = w.options.batch;
-  ro.wait_time = w.options.wait;
-  // Taken before the receive: each receipt holds its group at least until
-  // then + the visibility timeout (the queue starts the timeout on return).
-  const absl::Time deadline = w.clock->Now() + w.visibility;
-  auto batch = w.queue->Receive(w.options.queue, ro);
-  if (!batch.ok()) {
-    w.metrics.errors++;
-    return batch.status();
-  }
-  w.metrics.received += static_cast<int64_t>(batch->size());
-  if (!batch->empty()) w.ProcessBatch(*batch, deadline);
+  auto batch = w.ReceiveAndDispatch();
+  if (!batch.ok()) return batch.status();
+  if (*batch == nullptr) return absl::OkStatus();
+  util::MutexLock lock(w.flow_mu);
+  while ((*batch)->finished.load() < (*batch)->groups.size()) w.flow_cv.Wait(lock);
   return absl::OkStatus();
 }
 
-void DurableWorker::Impl::ProcessBatch(const std::vector<ReceivedMessage>& batch,
-                                       absl::Time deadline) {
-  std::vector<std::vector<Held>> groups;
-  absl::flat_hash_map<std::string, size_t> index;
-  for (const ReceivedMessage& m : batch) {
-    auto [it, inserted] = index.try_emplace(m.group_id, groups.size());
-    if (inserted) groups.emplace_back();
-    groups[it->second].push_back(Held{&m, std::make_shared<Receipt>(&m, deadline)});
+absl::StatusOr<std::shared_ptr<DurableWorker::Impl::Batch>>
+DurableWorker::Impl::ReceiveAndDispatch() {
+  ReceiveOptions ro;
+  ro.max_messages = options.batch;
+  ro.wait_time = options.wait;
+  // Taken before the receive: each receipt holds its group at least until
+  // then + the visibility timeout (the queue starts the timeout on return).
+  const absl::Time deadline = clock->Now() + visibility;
+  auto received = queue->Receive(options.queue, ro);
+  if (!received.ok()) {
+    metrics.errors++;
+    return received.status();
   }
+  metrics.received += static_cast<int64_t>(received->size());
+  if (received->empty()) return nullptr;
+  auto b = std::make_shared<Batch>();
+  b->messages = std::move(*received);
+  absl::flat_hash_map<std::string_view, size_t> index;
+  for (const ReceivedMessage& m : b->messages) {
+    auto [it, inserted] = index.try_emplace(m.group_id, b->groups.size());
+    if (inserted) b->groups.emplace_back();
+    b->groups[it->second].push_back(Held{&m, std::make_shared<Receipt>(&m, deadline)});
+  }
+  Dispatch(b);
+  return b;
+}
+
+void DurableWorker::Impl::Dispatch(const std::shared_ptr<Batch>& b) {
   {
     util::MutexLock lock(held_mu);
-    for (auto& g : groups) {
+    for (auto& g : b->groups) {
       for (auto& h : g) held.insert(h.receipt);
     }
   }
-  size_t n = std::min(groups.size(), static_cast<size_t>(options.threads));
-  if (n <= 1) {
-    for (auto& g : groups) ProcessGroup(g);
-    return;
+  {
+    util::MutexLock lock(flow_mu);
+    groups_in_flight += static_cast<int64_t>(b->groups.size());
   }
-  std::atomic<size_t> next{0};
-  auto drain = [&] {
-    for (size_t i = next++; i < groups.size(); i = next++) ProcessGroup(groups[i]);
-  };
-  std::vector<std::thread> pool;
-  pool.reserve(n - 1);
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(drain);
-  drain();
-  for (auto& t : pool) t.join();
+  // Each task takes the batch's next group until none is left: at most `threads` groups of
+  // one batch at once, each group on one thread, its messages in queue order.
+  const size_t tasks = std::min(b->groups.size(), static_cast<size_t>(options.threads));
+  for (size_t t = 0; t < tasks; ++t) {
+    group_pool.Run([this, b] {
+      for (size_t i = b->next++; i < b->groups.size(); i = b->next++) {
+        ProcessGroup(b->groups[i]);
+        util::MutexLock lock(flow_mu);
+        --groups_in_flight;
+        b->finished++;
+        flow_cv.NotifyAll();
+      }
+    });
+  }
+}
+
+void DurableWorker::Impl::AwaitRoom() {
+  const int64_t room = int64_t{options.receivers} * options.threads;
+  util::MutexLock lock(flow_mu);
+  while (groups_in_flight >= room && !stopping.load()) flow_cv.Wait(lock);
 }
 
 void DurableWorker::Impl::ProcessGroup(std::vector<Held>& group) {
@@ -233,6 +256,7 @@ absl::Status DurableWorker::Start() {
     // Wakes often enough to beat on time by the worker's clock (a manual clock in tests).
     const absl::Duration tick = std::min(w.heartbeat_every / 4, absl::Milliseconds(250));
     w.beat = std::thread([&w, tick] {
+      util::NameThisThread("outbox-heartbt");
       while (true) {
         {
           util::MutexLock lock(w.beat_mu);
@@ -245,9 +269,12 @@ absl::Status DurableWorker::Start() {
   }
   for (int i = 0; i < w.options.receivers; ++i) {
     w.loops.emplace_back([this] {
+      util::NameThisThread("outbox-receive");
       Impl& w = *impl_;
       while (!w.stopping.load()) {
-        absl::Status s = RunOnce();
+        w.AwaitRoom();
+        if (w.stopping.load()) break;
+        absl::Status s = w.ReceiveAndDispatch().status();
         if (!s.ok()) {
           spdlog::error("worker: receive from {} failed: {}", w.options.queue,
                         std::string(s.message()));
@@ -263,11 +290,19 @@ absl::Status DurableWorker::Start() {
 
 void DurableWorker::Stop() {
   Impl& w = *impl_;
-  w.stopping = true;
+  {
+    util::MutexLock lock(w.flow_mu);
+    w.stopping = true;
+    w.flow_cv.NotifyAll();  // wakes the loops waiting for room
+  }
   for (auto& t : w.loops) {
     if (t.joinable()) t.join();
   }
   w.loops.clear();
+  {
+    util::MutexLock lock(w.flow_mu);  // the groups the loops handed over finish
+    while (w.groups_in_flight > 0) w.flow_cv.Wait(lock);
+  }
   {
     util::MutexLock lock(w.beat_mu);
     w.beat_stop = true;

@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
 #include "outbox/envelope.h"
 #include "outbox/inbox.h"
 #include "outbox/queue.h"
@@ -17,6 +18,7 @@
 #include "outbox/worker.h"
 #include "routing/router.h"
 #include "util/mutex.h"
+#include "worker/handler_pool.h"
 
 namespace outbox {
 
@@ -82,9 +84,23 @@ struct DurableWorker::Impl {
   Fate Delete(const ReceivedMessage& m);
   void CheckSequence(const Envelope& e);
 
-  // One batch (worker.cc): groups in order of first appearance.
-  void ProcessBatch(const std::vector<ReceivedMessage>& batch, absl::Time deadline);
+  // One receive's messages, split into groups in order of first appearance. Shared by the
+  // pool tasks that run its groups; `messages` is never resized (Held and Receipt point
+  // into it).
+  struct Batch {
+    std::vector<ReceivedMessage> messages;
+    std::vector<std::vector<Held>> groups;
+    std::atomic<size_t> next{0};      // the next group a task takes
+    std::atomic<size_t> finished{0};  // groups done; changed under flow_mu (for flow_cv)
+  };
+  // Receives once (deadline taken before the receive) and hands the groups to the pool
+  // (worker.cc). Null when nothing arrived.
+  absl::StatusOr<std::shared_ptr<Batch>> ReceiveAndDispatch();
+  // Registers the receipts and starts min(groups, threads) pool tasks that take its groups.
+  void Dispatch(const std::shared_ptr<Batch>& b) ABSL_LOCKS_EXCLUDED(flow_mu);
   void ProcessGroup(std::vector<Held>& group);
+  // Blocks while the groups in flight fill the room of the receive loops.
+  void AwaitRoom() ABSL_LOCKS_EXCLUDED(flow_mu);
 
   Store* const store;
   Queue* const queue;
@@ -120,8 +136,16 @@ struct DurableWorker::Impl {
   // "<tenant>|<subscription>" -> highest seq first run
   absl::flat_hash_map<std::string, int64_t> first_run_seq ABSL_GUARDED_BY(seq_mu);
 
+  // Groups handed to the pool and not finished. A receive loop receives again while its
+  // groups run, as long as fewer than receivers x threads groups are in flight.
+  util::Mutex flow_mu;
+  util::CondVar flow_cv;  // a group finished, or the loops stop
+  int64_t groups_in_flight ABSL_GUARDED_BY(flow_mu) = 0;
+
   std::atomic<bool> stopping{false};
   std::vector<std::thread> loops;  // the receive loops; Start/Stop only
+  // Runs the groups (threads reused; last member: destroyed first, after every task ended).
+  worker::HandlerPool group_pool{"outbox-group"};
 };
 
 }  // namespace outbox

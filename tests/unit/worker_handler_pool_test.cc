@@ -59,7 +59,8 @@ TEST(HandlerPool, ARunNeverWaitsForABusyThread) {
 }
 
 TEST(HandlerPool, IdleThreadsEnd) {
-  HandlerPool pool(absl::ZeroDuration());  // a thread with nothing queued ends at once
+  HandlerPool pool("test-handler",
+                   absl::ZeroDuration());  // a thread with nothing queued ends at once
   RunAndWait(pool, [] {});
   RunAndWait(pool, [] {});
   pool.AwaitNoThreads();  // returns only once every thread ended

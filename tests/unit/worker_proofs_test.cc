@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <map>
 #include <mutex>
@@ -1081,6 +1082,53 @@ TEST_P(WorkerProofs, StartStopDrainsInBackground) {
   for (const auto& e : events) EXPECT_EQ(Runs(e, "notify"), 1);
   for (int t = 0; t < 4; ++t)
     EXPECT_EQ(Order("t" + std::to_string(t)), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+}
+
+// A receive loop hands its groups to the worker's threads and receives again while they run:
+// one slow group does not hold up the groups that arrive after it. One loop, one message per
+// receive, two tenants: the first handler to run blocks until the other tenant's run completed.
+TEST_P(WorkerProofs, AReceiveLoopReceivesAgainWhileItsGroupsRun) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string first;        // the tenant whose handler ran first (and blocks)
+  bool other_done = false;  // the other tenant's run completed
+  bool give_up = false;
+  Subscribe("notify", "order.*", [&](HandlerContext&, const Envelope& e) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!first.empty()) return absl::OkStatus();
+    first = e.tenant;
+    cv.wait(lock, [&] { return other_done || give_up; });
+    return absl::OkStatus();
+  });
+  WorkerOptions o;
+  o.owner = "ahead";
+  o.wait = absl::Milliseconds(50);
+  o.receivers = 1;
+  o.batch = 1;
+  o.threads = 2;  // room for two groups in flight
+  o.on_outcome = [&](const WorkerOutcome& out) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (out.event->tenant == first) return;
+    other_done = true;
+    cv.notify_all();
+  };
+  DurableWorker w(env_.store.get(), env_.queue.get(), env_.inbox.get(), &router_, &clock_, o);
+  const Envelope a = Event("a", 1);
+  const Envelope b = Event("b", 1);
+  Send(a);
+  Send(b);
+  ASSERT_TRUE(w.Start().ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    const bool ran = cv.wait_for(lock, std::chrono::seconds(20), [&] { return other_done; });
+    EXPECT_TRUE(ran) << "the group received after a blocked one (" << first << ") did not run";
+    give_up = true;
+    cv.notify_all();
+  }
+  w.Stop();  // lets the blocked group finish
+  EXPECT_EQ(w.metrics().deleted.load(), 2);
+  EXPECT_EQ(Runs(a, "notify"), 1);
+  EXPECT_EQ(Runs(b, "notify"), 1);
 }
 
 // ---- crash: a worker process killed between claim and complete ------------------------

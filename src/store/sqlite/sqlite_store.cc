@@ -7,6 +7,7 @@
 #include "store/common/validate.h"
 #include "store/sqlite/codec.h"
 #include "store/sqlite/store_impl.h"
+#include "util/thread_name.h"
 
 namespace outbox {
 
@@ -81,7 +82,10 @@ absl::Status SqliteStoreImpl::Init() {
     spdlog::info("store: {}: format migrated from version {} to {}", db_->options().path, from,
                  spec.current);
   if (options_.sweep_interval > absl::ZeroDuration()) {
-    sweeper_ = std::thread([this] { SweeperLoop(); });
+    sweeper_ = std::thread([this] {
+      util::NameThisThread("outbox-sweeper");
+      SweeperLoop();
+    });
   }
   return absl::OkStatus();
 }
