@@ -111,16 +111,27 @@ absl::Status DurableWorker::Init() {
 absl::Status DurableWorker::RunOnce() {
   if (auto s = Init(); !s.ok()) return s;
   Impl& w = *impl_;
-  auto batch = w.ReceiveAndDispatch();
-  if (!batch.ok()) return batch.status();
-  if (*batch == nullptr) return absl::OkStatus();
-  util::MutexLock lock(w.flow_mu);
-  while ((*batch)->finished.load() < (*batch)->groups.size()) w.flow_cv.Wait(lock);
+  auto received = w.Receive(/*caller_waits=*/true);
+  if (!received.ok()) return received.status();
+  std::shared_ptr<Impl::Batch> b = std::move(*received);
+  if (b == nullptr) return absl::OkStatus();
+  // This thread is one of the batch's `threads`: with threads = 1 every group runs here,
+  // and an exception leaves RunOnce as it left the inline loop.
+  const size_t threads = std::min(b->groups.size(), static_cast<size_t>(w.options.threads));
+  w.Dispatch(b, threads - 1);
+  w.RunGroups(*b);
+  std::exception_ptr error;
+  {
+    util::MutexLock lock(w.flow_mu);
+    while (b->finished.load() < b->groups.size()) w.flow_cv.Wait(lock);
+    error = b->error;
+  }
+  if (error) std::rethrow_exception(error);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<DurableWorker::Impl::Batch>>
-DurableWorker::Impl::ReceiveAndDispatch() {
+absl::StatusOr<std::shared_ptr<DurableWorker::Impl::Batch>> DurableWorker::Impl::Receive(
+    bool caller_waits) {
   ReceiveOptions ro;
   ro.max_messages = options.batch;
   ro.wait_time = options.wait;
@@ -135,6 +146,7 @@ DurableWorker::Impl::ReceiveAndDispatch() {
   metrics.received += static_cast<int64_t>(received->size());
   if (received->empty()) return nullptr;
   auto b = std::make_shared<Batch>();
+  b->caller_waits = caller_waits;
   b->messages = std::move(*received);
   absl::flat_hash_map<std::string_view, size_t> index;
   for (const ReceivedMessage& m : b->messages) {
@@ -142,34 +154,56 @@ DurableWorker::Impl::ReceiveAndDispatch() {
     if (inserted) b->groups.emplace_back();
     b->groups[it->second].push_back(Held{&m, std::make_shared<Receipt>(&m, deadline)});
   }
-  Dispatch(b);
-  return b;
-}
-
-void DurableWorker::Impl::Dispatch(const std::shared_ptr<Batch>& b) {
   {
     util::MutexLock lock(held_mu);
     for (auto& g : b->groups) {
       for (auto& h : g) held.insert(h.receipt);
     }
   }
-  {
-    util::MutexLock lock(flow_mu);
-    groups_in_flight += static_cast<int64_t>(b->groups.size());
-  }
-  // Each task takes the batch's next group until none is left: at most `threads` groups of
-  // one batch at once, each group on one thread, its messages in queue order.
-  const size_t tasks = std::min(b->groups.size(), static_cast<size_t>(options.threads));
-  for (size_t t = 0; t < tasks; ++t) {
-    group_pool.Run([this, b] {
-      for (size_t i = b->next++; i < b->groups.size(); i = b->next++) {
-        ProcessGroup(b->groups[i]);
+  util::MutexLock lock(flow_mu);
+  groups_in_flight += static_cast<int64_t>(b->groups.size());
+  return b;
+}
+
+void DurableWorker::Impl::Dispatch(const std::shared_ptr<Batch>& b, size_t tasks) {
+  for (size_t t = 0; t < tasks; ++t) group_pool.Run([this, b] { RunGroups(*b); });
+}
+
+void DurableWorker::Impl::RunGroups(Batch& b) {
+  for (size_t i = b.next++; i < b.groups.size(); i = b.next++) {
+    std::vector<Held>& group = b.groups[i];
+    if (!b.aborted.load()) {
+      try {
+        ProcessGroup(group);
+      } catch (...) {
+        // A simulated crash (tests) or a bug: the batch stops here as a crashed process
+        // would. Groups not yet started are not touched; their messages return after the
+        // visibility timeout, and no heartbeat extends them.
+        b.aborted = true;
+        std::exception_ptr e = std::current_exception();
+        if (!b.caller_waits) {
+          try {
+            std::rethrow_exception(e);
+          } catch (const std::exception& x) {
+            spdlog::error(
+                "worker: group {} stopped by an exception: {}; the batch's other "
+                "groups return after the visibility timeout",
+                group.front().m->group_id, x.what());
+          } catch (...) {
+            spdlog::error("worker: group {} stopped by an exception", group.front().m->group_id);
+          }
+        }
         util::MutexLock lock(flow_mu);
-        --groups_in_flight;
-        b->finished++;
-        flow_cv.NotifyAll();
+        if (!b.error) b.error = e;
       }
-    });
+    }
+    if (b.aborted.load()) {
+      for (Held& h : group) Settle(h);
+    }
+    util::MutexLock lock(flow_mu);
+    --groups_in_flight;
+    b.finished++;
+    flow_cv.NotifyAll();
   }
 }
 
@@ -274,8 +308,12 @@ absl::Status DurableWorker::Start() {
       while (!w.stopping.load()) {
         w.AwaitRoom();
         if (w.stopping.load()) break;
-        absl::Status s = w.ReceiveAndDispatch().status();
-        if (!s.ok()) {
+        auto b = w.Receive(/*caller_waits=*/false);
+        if (b.ok() && *b != nullptr) {
+          w.Dispatch(*b, std::min((*b)->groups.size(), static_cast<size_t>(w.options.threads)));
+          continue;
+        }
+        if (absl::Status s = b.status(); !s.ok()) {
           spdlog::error("worker: receive from {} failed: {}", w.options.queue,
                         std::string(s.message()));
           for (int i = 0; i < 10 && !w.stopping.load(); ++i) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -85,19 +86,25 @@ struct DurableWorker::Impl {
   void CheckSequence(const Envelope& e);
 
   // One receive's messages, split into groups in order of first appearance. Shared by the
-  // pool tasks that run its groups; `messages` is never resized (Held and Receipt point
-  // into it).
+  // threads that run its groups; `messages` is never resized (Held and Receipt point into it).
   struct Batch {
     std::vector<ReceivedMessage> messages;
     std::vector<std::vector<Held>> groups;
-    std::atomic<size_t> next{0};      // the next group a task takes
+    std::atomic<size_t> next{0};      // the next group a thread takes
     std::atomic<size_t> finished{0};  // groups done; changed under flow_mu (for flow_cv)
+    // Set when a group threw: the batch stops as a crashed process would (RunGroups).
+    std::atomic<bool> aborted{false};
+    std::exception_ptr error;   // the first exception; written under flow_mu
+    bool caller_waits = false;  // RunOnce rethrows `error`; otherwise it is logged
   };
-  // Receives once (deadline taken before the receive) and hands the groups to the pool
-  // (worker.cc). Null when nothing arrived.
-  absl::StatusOr<std::shared_ptr<Batch>> ReceiveAndDispatch();
-  // Registers the receipts and starts min(groups, threads) pool tasks that take its groups.
-  void Dispatch(const std::shared_ptr<Batch>& b) ABSL_LOCKS_EXCLUDED(flow_mu);
+  // Receives once (deadline taken before the receive), splits the messages into groups and
+  // counts them in flight with their receipts held (worker.cc). Null when nothing arrived.
+  absl::StatusOr<std::shared_ptr<Batch>> Receive(bool caller_waits) ABSL_LOCKS_EXCLUDED(flow_mu);
+  // Starts `tasks` pool tasks that run the batch's groups (RunGroups).
+  void Dispatch(const std::shared_ptr<Batch>& b, size_t tasks);
+  // Takes the batch's next group until none is left, each group on this thread, its
+  // messages in queue order.
+  void RunGroups(Batch& b) ABSL_LOCKS_EXCLUDED(flow_mu);
   void ProcessGroup(std::vector<Held>& group);
   // Blocks while the groups in flight fill the room of the receive loops.
   void AwaitRoom() ABSL_LOCKS_EXCLUDED(flow_mu);
