@@ -1,6 +1,7 @@
 #include <map>
 
 #include "fmt/format.h"
+#include "model/ddb_text.h"
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
 #include "outbox/relay.h"
@@ -115,7 +116,7 @@ struct ChangeFeedRelay::Impl {
         for (const char* k : {"pk", "sk"}) {
           if (auto it = image->find(k); it != image->end()) p.keys[k] = it->second;
         }
-        p.body = ddbjson::Encode(*image).dump();
+        p.body = ddbjson::EncodeText(*image);
       } else {
         p.keys = rec.keys;
       }

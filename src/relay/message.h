@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "model/ddb_text.h"
 #include "outbox/ddb_json.h"
 #include "outbox/envelope.h"
 #include "outbox/queue.h"
@@ -14,7 +15,7 @@ namespace outbox::relay_internal {
 
 // The event row's whole image as DynamoDB JSON (never a per-field template).
 inline std::string EventMessageBody(const Item& event_row) {
-  return ddbjson::Encode(event_row).dump();
+  return ddbjson::EncodeText(event_row);  // the bytes of ddbjson::Encode(row).dump()
 }
 
 // group id = tenant, dedup id = event id.

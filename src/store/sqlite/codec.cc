@@ -1,12 +1,17 @@
 #include "store/sqlite/codec.h"
 
+#include "model/ddb_text.h"
 #include "outbox/ddb_json.h"
 
 namespace outbox::sqlite_store {
 
-std::string EncodeItem(const Item& item) { return ddbjson::Encode(item).dump(); }
+// Straight to text (the same bytes as ddbjson::Encode(item).dump()).
+std::string EncodeItem(const Item& item) { return ddbjson::EncodeText(item); }
 
 absl::StatusOr<Item> DecodeItem(std::string_view text) {
+  // Stored items are the codec's own output: the direct decoder takes them; anything it
+  // declines goes through the strict codec, which words the error.
+  if (auto fast = ddbjson::TryDecodeItemText(text)) return *std::move(fast);
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return absl::DataLossError("stored item is not valid JSON");
   auto item = ddbjson::DecodeItem(j);

@@ -250,11 +250,13 @@ absl::StatusOr<std::optional<Item>> SqliteStoreImpl::LoadItem(sqlite::Conn& c, c
 
 absl::Status SqliteStoreImpl::Apply(sqlite::Conn& c, const PendingWrite& w, bool ttl_delete) {
   const TableInfo& t = *w.table;
+  std::string new_text;  // encoded once: the row and the change record's new image
   if (w.new_item) {
+    new_text = EncodeItem(*w.new_item);
     auto st = c.Prepare(
         "INSERT OR REPLACE INTO s_items(tbl, pk, sk, item, ttl) VALUES(?1, ?2, ?3, ?4, ?5)");
     if (!st.ok()) return st.status();
-    st->Bind(1, t.id).BindBlob(2, w.pk).BindBlob(3, w.sk).Bind(4, EncodeItem(*w.new_item));
+    st->Bind(1, t.id).BindBlob(2, w.pk).BindBlob(3, w.sk).Bind(4, new_text);
     std::optional<int64_t> ttl;
     if (t.spec.ttl_attribute) {
       auto it = w.new_item->find(*t.spec.ttl_attribute);
@@ -326,7 +328,7 @@ absl::Status SqliteStoreImpl::Apply(sqlite::Conn& c, const PendingWrite& w, bool
   else
     st->BindNull(4);
   if (want_new && w.new_item)
-    st->Bind(5, EncodeItem(*w.new_item));
+    st->Bind(5, new_text);
   else
     st->BindNull(5);
   st->Bind(6, clock_->NowMillis()).Bind(7, ttl_delete ? 1 : 0);
