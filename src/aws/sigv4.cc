@@ -5,6 +5,7 @@
 #include <map>
 
 #include "fmt/format.h"
+#include "util/hex.h"
 #include "util/sha256.h"
 
 namespace outbox::aws {
@@ -38,13 +39,6 @@ std::string CanonicalHeaderValue(std::string_view v) {
   return out;
 }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 std::string AmzDate(absl::Time t) {
@@ -72,7 +66,7 @@ std::string UriDecode(std::string_view s) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%' && i + 2 < s.size()) {
-      int hi = HexValue(s[i + 1]), lo = HexValue(s[i + 2]);
+      int hi = util::HexDigitValue(s[i + 1]), lo = util::HexDigitValue(s[i + 2]);
       if (hi >= 0 && lo >= 0) {
         out.push_back(static_cast<char>(hi * 16 + lo));
         i += 2;

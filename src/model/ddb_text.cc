@@ -9,6 +9,7 @@
 #include "model/ddb_path.h"
 #include "nlohmann/json.hpp"
 #include "outbox/ddb_json.h"
+#include "util/hex.h"
 
 namespace outbox::ddbjson {
 namespace {
@@ -177,13 +178,6 @@ bool AppendItem(const Item& item, std::string* out) {
 
 // ---- decoding -------------------------------------------------------------------------
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 void AppendUtf8(uint32_t cp, std::string* out) {
   if (cp < 0x80) {
     out->push_back(static_cast<char>(cp));
@@ -240,7 +234,7 @@ class Parser {
     if (i_ + 4 > t_.size()) return false;
     uint32_t v = 0;
     for (int k = 0; k < 4; ++k) {
-      const int d = HexDigit(t_[i_ + k]);
+      const int d = util::HexDigitValue(t_[i_ + k]);
       if (d < 0) return false;
       v = v << 4 | static_cast<uint32_t>(d);
     }
@@ -395,17 +389,10 @@ class Parser {
 
 }  // namespace
 
-void AppendText(const Item& item, std::string* out) {
-  const size_t start = out->size();
-  if (AppendItem(item, out)) return;
-  out->resize(start);
-  out->append(Encode(item).dump());  // throws on invalid UTF-8, as before
-}
-
 std::string EncodeText(const Item& item) {
   std::string out;
-  AppendText(item, &out);
-  return out;
+  if (AppendItem(item, &out)) return out;
+  return Encode(item).dump();  // throws on invalid UTF-8, as before
 }
 
 std::string EncodeText(const Value& v) {

@@ -20,8 +20,6 @@ namespace outbox::ddbjson {
 
 std::string EncodeText(const Item& item);
 std::string EncodeText(const Value& v);
-// Appends to `out`.
-void AppendText(const Item& item, std::string* out);
 
 std::optional<Item> TryDecodeItemText(std::string_view text);
 

@@ -253,8 +253,6 @@ TEST(DdbText, InvalidUtf8IsRefusedAsTheStrictEncoderRefusesIt) {
   EXPECT_THROW(EncodeText(bad), json::type_error);
   const Item bad_name{{"\xc3", Value::S("x")}};
   EXPECT_THROW(EncodeText(bad_name), json::type_error);
-  std::string out = "kept";
-  EXPECT_THROW(AppendText(bad, &out), json::type_error);
 }
 
 }  // namespace
