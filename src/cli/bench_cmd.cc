@@ -9,7 +9,8 @@
 // `outbox relay` and `outbox worker` as child processes on the same file;
 // serve runs the relay and the worker in this process, as `outbox serve`
 // does. --kill-worker-at F SIGKILLs the worker (processes) once F of the
-// events are emitted and starts a new one.
+// events are emitted and starts a new one. --backlog starts the relay and the
+// worker only once every event is emitted (drain rate; RSS with a backlog).
 //
 // Reported: producer rate (events / emit wall time), end-to-end rate (events /
 // first emit to last effect), propagation = effect committed - emit returned
@@ -62,6 +63,7 @@ struct BenchFlags {
   double rate = 0;  // events/s in total; 0: closed loop
   std::string topology = "processes";
   double kill_worker_at = 0;  // fraction of the events emitted; 0: never
+  bool backlog = false;       // start the relay and the worker once every event is emitted
   int payload_bytes = 64;
   // The event queue's visibility timeout (a killed worker's wait); the library's default.
   int visibility_seconds =
@@ -212,6 +214,11 @@ int RunPipeline(const BenchFlags& f) {
     std::cerr << "outbox bench pipeline: --kill-worker-at needs --topology processes\n";
     return kExitUsage;
   }
+  if (f.kill_worker_at > 0 && f.backlog) {
+    std::cerr << "outbox bench pipeline: --kill-worker-at and --backlog cannot be combined (the "
+                 "worker starts after the last emit)\n";
+    return kExitUsage;
+  }
   const int producers = f.producers > 0 ? f.producers : f.tenants;
   std::string dir = f.dir;
   if (!BenchDir("pipeline", &dir)) return kExitUnavailable;
@@ -272,10 +279,7 @@ int RunPipeline(const BenchFlags& f) {
   pid_t relay_pid = -1, worker_pid = -1;
   std::unique_ptr<ChangeFeedRelay> relay;
   std::unique_ptr<DurableWorker> worker;
-  if (f.topology == "processes") {
-    relay_pid = Spawn({"relay", "--db", db}, dir + "/relay.log");
-    worker_pid = Spawn(worker_args, dir + "/worker.log");
-  } else {
+  if (f.topology == "serve") {
     for (int i = 0; i < f.subscriptions; ++i) {
       Subscription sub;
       sub.name = Sub(i);
@@ -297,8 +301,21 @@ int RunPipeline(const BenchFlags& f) {
     }
     relay = *std::move(r);
     worker = *std::move(w);
+  }
+  // The relay and the worker start now, or (--backlog) once every event is emitted.
+  std::chrono::steady_clock::time_point pipeline_started{};
+  auto start_pipeline = [&]() -> absl::Status {
+    pipeline_started = std::chrono::steady_clock::now();
+    if (f.topology == "processes") {
+      relay_pid = Spawn({"relay", "--db", db}, dir + "/relay.log");
+      worker_pid = Spawn(worker_args, dir + "/worker.log");
+      return absl::OkStatus();
+    }
     relay->Start();
-    if (auto s = worker->Start(); !s.ok()) {
+    return worker->Start();
+  };
+  if (!f.backlog) {
+    if (auto s = start_pipeline(); !s.ok()) {
       std::cerr << "outbox bench pipeline: " << s << "\n";
       return kExitUnavailable;
     }
@@ -412,6 +429,13 @@ int RunPipeline(const BenchFlags& f) {
       for (auto& t : threads) t.join();
       producers_done = std::chrono::steady_clock::now();
       joined = true;
+      if (f.backlog) {
+        if (auto s = start_pipeline(); !s.ok()) {
+          std::cerr << "outbox bench pipeline: " << s << "\n";
+          return kExitUnavailable;
+        }
+        last_progress = std::chrono::steady_clock::now();
+      }
     }
     effects = count_new();
     const auto now = std::chrono::steady_clock::now();
@@ -481,6 +505,9 @@ int RunPipeline(const BenchFlags& f) {
   const int64_t ok_events = done.load();
   const double emit_s = Seconds(producers_done - t0);
   const double e2e_s = std::max(0.001, static_cast<double>(last_done - t0_ms) / 1000.0);
+  // From the start of the relay and the worker to the last effect (--backlog: the drain).
+  const double drain_s =
+      std::max(0.001, e2e_s - Seconds(pipeline_started - t0));
   nlohmann::json j = {
       {"topology", f.topology},
       {"events", f.events},
@@ -497,6 +524,8 @@ int RunPipeline(const BenchFlags& f) {
       {"emit_failures", failures.load()},
       {"producer_events_per_second", static_cast<double>(ok_events) / std::max(0.001, emit_s)},
       {"end_to_end_events_per_second", static_cast<double>(ok_events) / e2e_s},
+      {"backlog", f.backlog},
+      {"drain_events_per_second", static_cast<double>(ok_events) / drain_s},
       {"propagation_ms", {{"p50", pct(0.50)}, {"p99", pct(0.99)}, {"max", pct(1.0)}}},
       {"effects_expected", ok_events * f.subscriptions},
       {"lost", ok_events * f.subscriptions - present},
@@ -511,6 +540,10 @@ int RunPipeline(const BenchFlags& f) {
        static_cast<double>(writes) / static_cast<double>(std::max<int64_t>(1, commits))},
       {"cpu_seconds_per_event", (cpu(self) + cpu(children)) / static_cast<double>(ok_events)},
       {"peak_rss_mb", static_cast<double>(std::max(self.ru_maxrss, children.ru_maxrss)) / 1024.0},
+      // processes: the largest of `outbox relay` and `outbox worker` alone (the
+      // benchmark process also holds one record per emitted event); serve: -1.
+      {"relay_worker_peak_rss_mb",
+       f.topology == "processes" ? static_cast<double>(children.ru_maxrss) / 1024.0 : -1.0},
       {"fsync_ms", {{"p50", fsync_p50}, {"mean", fsync_mean}}},
       {"dir", dir}};
   if (f.output == "json") {
@@ -518,18 +551,25 @@ int RunPipeline(const BenchFlags& f) {
   } else {
     std::cout << fmt::format(
         "{} topology: {} events, {} tenants, {} producers{}, {} subscription(s)\n"
-        "producer {:.0f} ev/s   end to end {:.0f} ev/s\n"
+        "producer {:.0f} ev/s   end to end {:.0f} ev/s{}\n"
         "propagation p50 {} ms  p99 {} ms  max {} ms\n"
-        "lost {}  duplicates {}  cpu {:.1f} us/event  peak rss {:.0f} MB\n"
+        "lost {}  duplicates {}  cpu {:.1f} us/event  peak rss {:.0f} MB{}\n"
         "commits {:.2f} per event, {:.1f} writes per commit\n"
         "fsync (4 KiB write + fdatasync, this folder, this minute): p50 {:.3f} ms, mean {:.3f} "
         "ms\n",
         f.topology, f.events, f.tenants, producers,
         f.in_flight > 0 ? fmt::format(" (EmitAsync, {} in flight)", f.in_flight) : "",
         f.subscriptions, j["producer_events_per_second"].get<double>(),
-        j["end_to_end_events_per_second"].get<double>(), pct(0.5), pct(0.99), pct(1.0),
+        j["end_to_end_events_per_second"].get<double>(),
+        f.backlog ? fmt::format("   drain {:.0f} ev/s", j["drain_events_per_second"].get<double>())
+                  : "",
+        pct(0.5), pct(0.99), pct(1.0),
         j["lost"].get<int64_t>(), duplicates, j["cpu_seconds_per_event"].get<double>() * 1e6,
-        j["peak_rss_mb"].get<double>(), j["commits_per_event"].get<double>(),
+        j["peak_rss_mb"].get<double>(),
+        f.topology == "processes"
+            ? fmt::format(" (relay/worker {:.0f} MB)", j["relay_worker_peak_rss_mb"].get<double>())
+            : "",
+        j["commits_per_event"].get<double>(),
         j["writes_per_commit"].get<double>(), fsync_p50, fsync_mean);
   }
   stack->reset();
@@ -861,6 +901,9 @@ void AddBench(CLI::App& app) {
                 "(processes)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  p->add_flag("--backlog", f->backlog,
+              "Start the relay and the worker only once every event is emitted: the whole run "
+              "waits as a backlog (drain rate, peak RSS with --events waiting)");
   p->add_option("--payload-bytes", f->payload_bytes, "Payload and row size")
       ->check(CLI::Range(0, 200000))
       ->capture_default_str();

@@ -64,6 +64,36 @@ TEST(BenchPipeline, EmitAsyncProducersDeliverEveryEventOnce) {
   EXPECT_EQ(j["producers"], 1);
 }
 
+// --backlog: the relay and the worker start after the last emit, so every
+// event waits as a backlog and the drain (pipeline start -> last effect) is
+// shorter than the whole run; processes reports the relay/worker RSS alone.
+TEST(BenchPipeline, ABacklogRunStartsThePipelineAfterTheLastEmit) {
+  for (const std::string topology : {"processes", "serve"}) {
+    SCOPED_TRACE(topology);
+    int code = -1;
+    json j = Bench("--events 300 --tenants 3 --backlog --topology " + topology, &code);
+    EXPECT_EQ(code, 0) << j.dump(2);
+    ExpectWhole(j, 300, 1);
+    EXPECT_EQ(j["backlog"], true);
+    EXPECT_GT(j["drain_events_per_second"].get<double>(),
+              j["end_to_end_events_per_second"].get<double>())
+        << j.dump(2);
+    if (topology == "processes") {
+      EXPECT_GT(j["relay_worker_peak_rss_mb"].get<double>(), 0) << j.dump(2);
+      EXPECT_LE(j["relay_worker_peak_rss_mb"].get<double>(), j["peak_rss_mb"].get<double>());
+    } else {
+      EXPECT_EQ(j["relay_worker_peak_rss_mb"].get<double>(), -1) << "one process: not separable";
+    }
+  }
+  // Without --backlog the pipeline runs from the start: the drain is the whole run.
+  int code = -1;
+  json j = Bench("--events 100 --tenants 2 --topology serve", &code);
+  EXPECT_EQ(j["backlog"], false);
+  EXPECT_LE(j["drain_events_per_second"].get<double>(),
+            j["end_to_end_events_per_second"].get<double>() * 1.0001)
+      << j.dump(2);
+}
+
 TEST(BenchPipeline, AKilledWorkerLosesNothingAndDuplicatesNoEffect) {
   int code = -1;
   json j = Bench("--events 600 --tenants 4 --kill-worker-at 0.5 --visibility-seconds 3", &code);
@@ -94,6 +124,11 @@ TEST(BenchPipeline, BadFlagsAreUsageErrors) {
       " bench pipeline --topology serve --kill-worker-at 0.5 --events 10 2>&1");
   EXPECT_EQ(kill_serve.code, 2) << kill_serve.out;
   EXPECT_NE(kill_serve.out.find("--kill-worker-at needs --topology processes"), std::string::npos);
+  auto kill_backlog = testing_support::RunCommand(
+      testing_support::OutboxBin() + " bench pipeline --kill-worker-at 0.5 --backlog 2>&1");
+  EXPECT_EQ(kill_backlog.code, 2) << kill_backlog.out;
+  EXPECT_NE(kill_backlog.out.find("--kill-worker-at and --backlog"), std::string::npos)
+      << kill_backlog.out;
   auto bad_topology = testing_support::RunCommand(testing_support::OutboxBin() +
                                                   " bench pipeline --topology cloud 2>&1");
   EXPECT_NE(bad_topology.code, 0);
