@@ -506,8 +506,7 @@ int RunPipeline(const BenchFlags& f) {
   const double emit_s = Seconds(producers_done - t0);
   const double e2e_s = std::max(0.001, static_cast<double>(last_done - t0_ms) / 1000.0);
   // From the start of the relay and the worker to the last effect (--backlog: the drain).
-  const double drain_s =
-      std::max(0.001, e2e_s - Seconds(pipeline_started - t0));
+  const double drain_s = std::max(0.001, e2e_s - Seconds(pipeline_started - t0));
   nlohmann::json j = {
       {"topology", f.topology},
       {"events", f.events},
@@ -563,14 +562,13 @@ int RunPipeline(const BenchFlags& f) {
         j["end_to_end_events_per_second"].get<double>(),
         f.backlog ? fmt::format("   drain {:.0f} ev/s", j["drain_events_per_second"].get<double>())
                   : "",
-        pct(0.5), pct(0.99), pct(1.0),
-        j["lost"].get<int64_t>(), duplicates, j["cpu_seconds_per_event"].get<double>() * 1e6,
-        j["peak_rss_mb"].get<double>(),
+        pct(0.5), pct(0.99), pct(1.0), j["lost"].get<int64_t>(), duplicates,
+        j["cpu_seconds_per_event"].get<double>() * 1e6, j["peak_rss_mb"].get<double>(),
         f.topology == "processes"
             ? fmt::format(" (relay/worker {:.0f} MB)", j["relay_worker_peak_rss_mb"].get<double>())
             : "",
-        j["commits_per_event"].get<double>(),
-        j["writes_per_commit"].get<double>(), fsync_p50, fsync_mean);
+        j["commits_per_event"].get<double>(), j["writes_per_commit"].get<double>(), fsync_p50,
+        fsync_mean);
   }
   stack->reset();
   if (f.dir.empty() && !f.keep) std::filesystem::remove_all(dir, ec);

@@ -1,6 +1,16 @@
 #include "sqlite/database.h"
 
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +20,25 @@
 #include "util/thread_name.h"
 
 namespace outbox::sqlite {
+
+namespace {
+// ---- Commit notification (docs/STORAGE.md "Commit notification") ----
+constexpr size_t kNotifyBytes = 4096;  // one page; the word is its first 4 bytes
+
+// Non-private futex operations: the word lives in a MAP_SHARED file page, so
+// the kernel keys waiters by the file page and a wake reaches every process.
+void FutexWake(uint32_t* word) {
+  syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+// Returns when the word differs from `expected`, on a wake, or after `d`.
+void FutexWait(uint32_t* word, uint32_t expected, std::chrono::steady_clock::duration d) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+  struct timespec ts {
+    static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)
+  };
+  syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, nullptr, 0);  // EAGAIN/EINTR/ETIMEDOUT: fine
+}
+}  // namespace
 
 // ---- Stmt ------------------------------------------------------------------------
 
@@ -113,6 +142,20 @@ int Conn::BusyHandler(void* arg, int attempts) {
   const auto now = std::chrono::steady_clock::now();
   if (attempts == 0) c->busy_since_ = now;
   if (now - c->busy_since_ >= std::chrono::milliseconds(c->busy_timeout_ms_)) return 0;
+  if (c->commit_word_ != nullptr) {
+    // The writer connection: the holder of the lock is (almost always) another outbox
+    // process's writer, which bumps the notify word after its COMMIT released the lock.
+    // Try again at once when some commit happened since this connection last tried;
+    // otherwise sleep on the word until one does, 1 ms at most (a holder that rolls back,
+    // or a writer that does not bump the word, is retried within 1 ms).
+    const uint32_t w = __atomic_load_n(c->commit_word_, __ATOMIC_SEQ_CST);
+    if (w != c->busy_word_) {
+      c->busy_word_ = w;
+      return 1;
+    }
+    FutexWait(c->commit_word_, w, std::chrono::milliseconds(1));
+    return 1;
+  }
   // 20, 40, 80 ... us, then 1 ms steps.
   const int64_t us = attempts < 6 ? int64_t{20} << attempts : 1000;
   std::this_thread::sleep_for(std::chrono::microseconds(us));
@@ -191,6 +234,7 @@ absl::StatusOr<std::shared_ptr<Database>> Database::Open(const DatabaseOptions& 
       Conn::Open(options.path, false, options.busy_timeout_ms, options.synchronous, options.vfs);
   if (!checkpointer.ok()) return checkpointer.status();
   db->checkpointer_ = *std::move(checkpointer);
+  db->OpenNotify();
   sqlite3_wal_hook(db->writer_->raw(), &Database::WalHook, db.get());
   db->checkpointer_thread_ = std::thread([p = db.get()] {
     util::NameThisThread("outbox-ckpt");
@@ -246,6 +290,44 @@ void Database::CheckpointerLoop() {
   }
 }
 
+// ---- Commit notification (docs/STORAGE.md "Commit notification") ----------------------
+
+void Database::OpenNotify() {
+  const std::string path = options_.path + "-notify";
+  auto fallback = [&](const char* what) {
+    spdlog::warn(
+        "storage: {}: {} ({}); other processes' commits are noticed by polling every 5 ms instead",
+        path, what, std::strerror(errno));
+  };
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return fallback("cannot open the commit notify file");
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (errno == 0) errno = EINVAL;
+    ::close(fd);
+    return fallback("the commit notify file is not a regular file");
+  }
+  // Never shrunk: two processes growing it at once both leave it one page long.
+  if (st.st_size < static_cast<off_t>(kNotifyBytes) &&
+      ftruncate(fd, static_cast<off_t>(kNotifyBytes)) != 0) {
+    ::close(fd);
+    return fallback("cannot size the commit notify file");
+  }
+  void* m = mmap(nullptr, kNotifyBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (m == MAP_FAILED) return fallback("cannot map the commit notify file");
+  notify_word_ = static_cast<uint32_t*>(m);
+  writer_->commit_word_ = notify_word_;
+  util::MutexLock l(watcher_mu_);
+  last_word_ = __atomic_load_n(notify_word_, __ATOMIC_SEQ_CST);
+}
+
+void Database::PublishCommit() {
+  if (notify_word_ == nullptr) return;
+  __atomic_add_fetch(notify_word_, 1, __ATOMIC_SEQ_CST);
+  FutexWake(notify_word_);
+}
+
 void Database::NoteCommit() {
   // Under the waiters' mutex: a waiter between its check and its wait cannot
   // miss this commit.
@@ -267,6 +349,7 @@ Database::~Database() {
   }
   ckpt_cv_.NotifyAll();
   if (checkpointer_thread_.joinable()) checkpointer_thread_.join();
+  if (notify_word_ != nullptr) munmap(notify_word_, kNotifyBytes);
 }
 
 absl::Status Database::Write(WriteFn fn) {
@@ -313,6 +396,8 @@ void Database::WriterLoop() {
 void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
   Conn& c = *writer_;
   c.on_commit_.clear();
+  // The busy handler's reference: a commit after this look lets a waiting BEGIN try again.
+  if (c.commit_word_ != nullptr) c.busy_word_ = __atomic_load_n(c.commit_word_, __ATOMIC_SEQ_CST);
   absl::Status begin = c.Exec("BEGIN IMMEDIATE");
   if (!begin.ok()) {
     for (auto& j : batch) j->result = begin;
@@ -384,7 +469,8 @@ void Database::RunBatch(std::vector<std::shared_ptr<Job>>& batch) {
   for (auto& h : hooks) h();
   write_commits_.fetch_add(1);
   writes_committed_.fetch_add(batch.size());
-  NoteCommit();
+  NoteCommit();     // this process's waiters (and commits_ first: see WaitForCommit)
+  PublishCommit();  // every other process's
 }
 
 absl::Status Database::Read(ReadFn fn) {
@@ -419,8 +505,8 @@ absl::Status Database::Read(ReadFn fn) {
   return s;
 }
 
-bool Database::PollExternalChanges() {
-  util::MutexLock l(watcher_mu_);
+bool Database::PollDataVersion() {
+  last_poll_ = std::chrono::steady_clock::now();
   auto st = watcher_->Prepare("PRAGMA data_version");
   if (!st.ok()) return false;
   auto row = st->Step();
@@ -436,6 +522,25 @@ bool Database::PollExternalChanges() {
   return changed;
 }
 
+bool Database::NoteOutsideCommits(uint32_t* word, std::chrono::steady_clock::duration poll_every) {
+  util::MutexLock l(watcher_mu_);
+  bool changed = false;
+  if (notify_word_ != nullptr) {
+    *word = __atomic_load_n(notify_word_, __ATOMIC_SEQ_CST);
+    if (*word != last_word_) {
+      last_word_ = *word;
+      changed = true;
+      noticed_by_word_.fetch_add(1);
+    }
+  }
+  if (std::chrono::steady_clock::now() - last_poll_ >= poll_every && PollDataVersion())
+    changed = true;
+  // Noted before the lock is released: a waiter that looks after this one and
+  // sees the word unchanged must find the counter already raised.
+  if (changed) NoteCommit();
+  return changed;
+}
+
 absl::Status Database::sticky_error() const {
   util::MutexLock l(mu_);
   return sticky_;
@@ -444,23 +549,40 @@ absl::Status Database::sticky_error() const {
 uint64_t Database::WaitForCommit(uint64_t seen, absl::Duration timeout) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::microseconds(absl::ToInt64Microseconds(timeout));
-  // A change since the last poll (another process committed between the
+  // A change since the last look (another process committed between the
   // caller's read and this wait) counts at once: ignoring it would sleep
   // until the next commit or the timeout.
-  if (PollExternalChanges()) NoteCommit();
+  uint32_t word = 0;
+  if (notify_word_ != nullptr) {
+    // Every commit of every outbox process on the file (this one's included) bumps the word
+    // and wakes its futex: sleep on it. The word given to the futex is the one just looked
+    // at, so a bump after that look ends the wait at once. Writers that do not bump it are
+    // seen by the data_version poll, at most every 50 ms.
+    constexpr auto kPollEvery = std::chrono::milliseconds(50);
+    NoteOutsideCommits(&word, std::chrono::steady_clock::duration::zero());
+    while (commits_.load() <= seen) {
+      auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) break;
+      FutexWait(notify_word_, word,
+                std::min<std::chrono::steady_clock::duration>(deadline - now, kPollEvery));
+      NoteOutsideCommits(&word, kPollEvery);
+    }
+    return commits_.load();
+  }
+  constexpr auto kPoll = std::chrono::milliseconds(5);
+  NoteOutsideCommits(&word, std::chrono::steady_clock::duration::zero());
   util::MutexLock l(commit_mu_);
   while (commits_.load() <= seen) {
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) break;
     // In-process commits wake us at once; other processes' commits are seen
     // by polling data_version every 5 ms.
-    auto step =
-        std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(5));
+    auto step = std::min<std::chrono::steady_clock::duration>(deadline - now, kPoll);
     commit_cv_.WaitFor(l, step);
     if (commits_.load() > seen) break;
     l.Unlock();
-    bool external = PollExternalChanges();
-    if (external) NoteCommit();  // the other waiters learn of it now, not at their next poll
+    // The other waiters learn of an outside commit now, not at their next poll.
+    const bool external = NoteOutsideCommits(&word, kPoll);
     l.Lock();
     if (external) break;
   }

@@ -8,7 +8,10 @@
 // pool of read connections (WAL snapshots), concurrent with the writer.
 //
 // Cross-process: other processes may open the same file; BEGIN IMMEDIATE and
-// busy_timeout serialise writers, WAL gives readers snapshots.
+// busy_timeout serialise writers, WAL gives readers snapshots. Every commit
+// also bumps a 32-bit word in the shared file `<path>-notify` and wakes the
+// futex waiters on it, so a waiter in another process learns of the commit at
+// once (docs/STORAGE.md "Commit notification").
 //
 // Sticky error: if a COMMIT fails (durability in doubt) the database refuses
 // further writes with that error (see sticky_error()).
@@ -93,11 +96,15 @@ class Conn {
   explicit Conn(sqlite3* db) : db_(db) {}
   // Waits for another connection's (process's) lock in short steps (20 us
   // growing to 1 ms) instead of SQLite's default 1, 2, 5 ... 100 ms sleeps,
-  // so a lock held for a millisecond costs about a millisecond.
+  // so a lock held for a millisecond costs about a millisecond. A writer
+  // connection with the notify word sleeps on it instead: woken by the
+  // holder's commit (docs/STORAGE.md "Commit notification").
   static int BusyHandler(void* conn, int attempts);
   sqlite3* db_;
   int busy_timeout_ms_ = 0;
   std::chrono::steady_clock::time_point busy_since_;
+  uint32_t* commit_word_ = nullptr;  // the Database's notify word (its writer connection only)
+  uint32_t busy_word_ = 0;           // the word when this connection last tried the lock
   struct CachedStmt {
     sqlite3_stmt* stmt;
     bool used;  // handed out by Prepare since the last ResetAll (then in used_)
@@ -136,12 +143,19 @@ class Database {
   absl::Status Read(ReadFn fn);
 
   // A counter that rises on every commit made through this object or (when
-  // polled) by another process. WaitForCommit blocks until it exceeds `seen`
+  // noticed) by another process. WaitForCommit blocks until it exceeds `seen`
   // or `timeout` passes and returns the current value. Other processes'
-  // commits are noticed by polling PRAGMA data_version every few ms while
-  // someone waits.
+  // commits are noticed through the shared notify word (a futex: at once) and,
+  // for writers that do not bump it (the sqlite3 shell, an older outbox), by
+  // polling PRAGMA data_version every 50 ms while someone waits (every 5 ms
+  // when the notify file cannot be used).
   uint64_t commit_counter() const { return commits_.load(); }
   uint64_t WaitForCommit(uint64_t seen, absl::Duration timeout);
+  // Whether `<path>-notify` is mapped (false: polling only; logged at open).
+  bool commit_notify_active() const { return notify_word_ != nullptr; }
+  // Other processes' (and Database objects') commits this object noticed
+  // through the notify word, not by polling.
+  uint64_t commits_noticed_by_word() const { return noticed_by_word_.load(); }
   // What this object itself committed: transactions (one per group commit)
   // and the writes (Write calls) they carried. `outbox bench pipeline`
   // reports commits per event from these.
@@ -179,9 +193,17 @@ class Database {
   // would copy the log on the writer thread inside a commit).
   static int WalHook(void* self, sqlite3* db, const char* name, int frames);
   void CheckpointerLoop();
-  bool PollExternalChanges();
+  // Notes (NoteCommit) a commit of another process or connection seen since the last look: a
+  // change of the notify word, or (at most every `poll_every`) of PRAGMA data_version.
+  // `*word`: the notify word as looked at, for the futex wait that follows.
+  bool NoteOutsideCommits(uint32_t* word, std::chrono::steady_clock::duration poll_every);
+  bool PollDataVersion() ABSL_EXCLUSIVE_LOCKS_REQUIRED(watcher_mu_);
   // Counts a commit and wakes every WaitForCommit.
   void NoteCommit();
+  // Maps `<path>-notify` (false, logged, when it cannot: waiters then poll).
+  void OpenNotify();
+  // Bumps the notify word and wakes its waiters in every process (after a commit).
+  void PublishCommit();
 
   DatabaseOptions options_;
   std::unique_ptr<Conn> writer_;
@@ -214,6 +236,11 @@ class Database {
   util::Mutex watcher_mu_;
   std::unique_ptr<Conn> watcher_ ABSL_GUARDED_BY(watcher_mu_);  // PRAGMA data_version polling
   int64_t last_data_version_ ABSL_GUARDED_BY(watcher_mu_) = -1;
+  std::chrono::steady_clock::time_point last_poll_ ABSL_GUARDED_BY(watcher_mu_){};
+  // The shared notify word (a MAP_SHARED page of `<path>-notify`), or null.
+  uint32_t* notify_word_ = nullptr;
+  uint32_t last_word_ ABSL_GUARDED_BY(watcher_mu_) = 0;
+  std::atomic<uint64_t> noticed_by_word_{0};
 };
 
 }  // namespace outbox::sqlite

@@ -1,8 +1,10 @@
 // sqlite::Database::WaitForCommit across connections (as across processes:
-// two Database objects on one file see each other's commits only through
-// PRAGMA data_version): a commit made before the wait begins is not missed,
-// every waiter learns of an outside commit, and a waiter's poll does not
-// pin the log; the checkpointer keeps the log bounded.
+// two Database objects on one file see each other's commits only through the
+// shared notify word and PRAGMA data_version): a commit made before the wait
+// begins is not missed, every waiter learns of an outside commit (through the
+// word; a writer that does not bump it, by polling; without the notify file,
+// by polling), and a waiter's poll does not pin the log; the checkpointer
+// keeps the log bounded.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -63,6 +65,56 @@ TEST_F(DatabaseWaitForCommit, EveryWaiterLearnsOfAnOutsideCommit) {
   ASSERT_TRUE(Insert(*b_).ok());
   for (auto& t : waiters) t.join();
   EXPECT_EQ(woke.load(), 4);
+}
+
+// Two Database objects on one file wake each other through the shared
+// notify word (a futex in `<path>-notify`), not by polling: an outside
+// commit is counted as noticed through the word.
+TEST_F(DatabaseWaitForCommit, AnOutsideCommitWakesAWaiterThroughTheNotifyWord) {
+  ASSERT_TRUE(a_->commit_notify_active());
+  ASSERT_TRUE(b_->commit_notify_active());
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir_.file("x.db-notify")));
+  const uint64_t by_word = a_->commits_noticed_by_word();
+  std::atomic<uint64_t> after{0};
+  std::thread waiter([&] { after = a_->WaitForCommit(seen_, absl::Seconds(30)); });
+  ASSERT_TRUE(Insert(*b_).ok());
+  waiter.join();
+  EXPECT_GT(after.load(), seen_);
+  EXPECT_GT(a_->commits_noticed_by_word(), by_word) << "the wait ended by polling, not the word";
+}
+
+// A writer that does not bump the word (the sqlite3 shell, an older outbox)
+// is still noticed, by the data_version poll.
+TEST_F(DatabaseWaitForCommit, AWriterThatDoesNotBumpTheWordIsNoticedByPolling) {
+  std::atomic<uint64_t> after{0};
+  std::thread waiter([&] { after = a_->WaitForCommit(seen_, absl::Seconds(30)); });
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(dir_.file("x.db").c_str(), &raw), SQLITE_OK);
+  sqlite3_busy_timeout(raw, 30000);
+  EXPECT_EQ(sqlite3_exec(raw, "INSERT INTO t(v) VALUES (2)", nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(raw);
+  sqlite3_close(raw);
+  waiter.join();
+  EXPECT_GT(after.load(), seen_) << "a 30 s wait ended without noticing the commit";
+}
+
+// Where `<path>-notify` cannot be made (here: a folder of that name), the
+// database opens anyway and waiters poll: an outside commit still wakes them.
+TEST(DatabaseCommitNotify, WithoutTheNotifyFileWaitersPoll) {
+  testing_support::TempDir dir;
+  std::filesystem::create_directory(dir.file("y.db-notify"));
+  auto a = OpenFile(dir.file("y.db"));
+  auto b = OpenFile(dir.file("y.db"));
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(a->commit_notify_active());
+  ASSERT_TRUE(b->Write([](Conn& c) { return c.Exec("CREATE TABLE t(v INTEGER)"); }).ok());
+  const uint64_t seen = a->WaitForCommit(a->commit_counter(), absl::Milliseconds(1));
+  std::atomic<uint64_t> after{0};
+  std::thread waiter([&] { after = a->WaitForCommit(seen, absl::Seconds(30)); });
+  ASSERT_TRUE(Insert(*b).ok());
+  waiter.join();
+  EXPECT_GT(after.load(), seen);
+  EXPECT_EQ(a->commits_noticed_by_word(), 0u);
 }
 
 // A waiter's poll of PRAGMA data_version must not keep a read transaction
