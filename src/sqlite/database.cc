@@ -324,7 +324,14 @@ void Database::OpenNotify() {
 
 void Database::PublishCommit() {
   if (notify_word_ == nullptr) return;
-  __atomic_add_fetch(notify_word_, 1, __ATOMIC_SEQ_CST);
+  {
+    // This object's own bump is not an outside commit (NoteCommit already counted it): a
+    // waiter woken by it must not count it again. Under the watcher's mutex, so no waiter
+    // looks between the bump and this record.
+    util::MutexLock l(watcher_mu_);
+    const uint32_t v = __atomic_add_fetch(notify_word_, 1, __ATOMIC_SEQ_CST);
+    if (last_word_ == v - 1) last_word_ = v;
+  }
   FutexWake(notify_word_);
 }
 

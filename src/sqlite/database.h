@@ -200,9 +200,10 @@ class Database {
   bool PollDataVersion() ABSL_EXCLUSIVE_LOCKS_REQUIRED(watcher_mu_);
   // Counts a commit and wakes every WaitForCommit.
   void NoteCommit();
-  // Maps `<path>-notify` (false, logged, when it cannot: waiters then poll).
+  // Maps `<path>-notify`; when it cannot, logs why and leaves waiters polling.
   void OpenNotify();
-  // Bumps the notify word and wakes its waiters in every process (after a commit).
+  // Bumps the notify word and wakes its waiters in every process (after a commit; this
+  // object's own waiters were already woken by NoteCommit).
   void PublishCommit();
 
   DatabaseOptions options_;

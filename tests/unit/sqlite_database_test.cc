@@ -81,6 +81,13 @@ TEST_F(DatabaseWaitForCommit, AnOutsideCommitWakesAWaiterThroughTheNotifyWord) {
   waiter.join();
   EXPECT_GT(after.load(), seen_);
   EXPECT_GT(a_->commits_noticed_by_word(), by_word) << "the wait ended by polling, not the word";
+  // A's own commits are not outside commits: a waiter woken by them counts none.
+  const uint64_t before_own = a_->commits_noticed_by_word();
+  const uint64_t c0 = a_->commit_counter();
+  std::thread own_waiter([&] { (void)a_->WaitForCommit(c0, absl::Seconds(30)); });
+  ASSERT_TRUE(Insert(*a_).ok());
+  own_waiter.join();
+  EXPECT_EQ(a_->commits_noticed_by_word(), before_own);
 }
 
 // A writer that does not bump the word (the sqlite3 shell, an older outbox)
