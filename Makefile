@@ -3,8 +3,19 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# The default build compiles with clang and links with lld: clang runs the
+# thread-safety analysis (-Wthread-safety -Werror=thread-safety) on every
+# file as it compiles it, so the analysis costs nothing extra and is
+# incremental (docs/TESTING.md "Thread-safety analysis"); lld links the ~80
+# test programs in a fraction of ld.bfd's time. OUTBOX_CXX=g++ OUTBOX_CC=gcc
+# OUTBOX_LD= builds with GCC (the analysis then runs as a separate pass).
+OUTBOX_CC ?= clang
+OUTBOX_CXX ?= clang++
+OUTBOX_LD ?= lld
+COMPILER_FLAGS = -DCMAKE_C_COMPILER=$(OUTBOX_CC) -DCMAKE_CXX_COMPILER=$(OUTBOX_CXX) \
+  $(if $(OUTBOX_LD),-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=$(OUTBOX_LD) -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=$(OUTBOX_LD))
 
-.PHONY: all bootstrap build run test test-asan test-tsan bench fuzz sim format clean
+.PHONY: all bootstrap build run test check test-asan test-tsan bench fuzz sim format clean
 
 all: build
 
@@ -12,7 +23,7 @@ bootstrap:
 	@bash scripts/bootstrap
 
 $(BUILD)/build.ninja: CMakeLists.txt
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(COMPILER_FLAGS) $(CMAKE_FLAGS)
 
 build: bootstrap $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -29,8 +40,18 @@ run: bootstrap $(BUILD)/build.ninja
 stop:
 	bash scripts/run-demo --stop
 
+# Every test (what README and .ci/run run). CTEST_JOBS: tests run at once;
+# most e2e tests wait on processes and emulators more than they compute, so
+# the default is twice the cores (docs/TESTING.md "Tiers").
+CTEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+	cd $(BUILD) && ctest --output-on-failure -j $(CTEST_JOBS) --timeout 900
+
+# The inner loop (label `check`): unit tests, the embedded conformance suites
+# and the pinned simulation seeds, after building only what they need.
+check: bootstrap $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target check_programs
+	cd $(BUILD) && ctest --output-on-failure -j $(CTEST_JOBS) --timeout 300 -L check
 
 test-asan: bootstrap
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOUTBOX_SANITIZE=ON -DOUTBOX_BENCH=OFF $(CMAKE_FLAGS)

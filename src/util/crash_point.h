@@ -1,50 +1,21 @@
-// Named crash points and test-only mutation switches (docs/TESTING.md).
+// Named crash points and test-only mutation switches: the link seam
+// (docs/TESTING.md "Crash points").
 //
 // OUTBOX_CRASH_POINT("worker.after_claim") marks a place where a process may
-// die. In builds with OUTBOX_CRASH_POINTS (test builds) it asks the
-// process-wide hook whether to crash there and, if so, throws SimulatedCrash
-// (the deterministic simulation catches it and drops the "process"); a
-// real-process test may install a hook that calls _exit instead. Without a
-// hook, or without OUTBOX_CRASH_POINTS, it does nothing.
-//
-// Mutations re-introduce known bugs of the reference system so the
-// simulation can show that it catches them. They are consulted only in
-// OUTBOX_CRASH_POINTS builds and are kNone unless a test sets them.
+// die; OUTBOX_MUTATION(kClaimOnlyIfAbsent) asks whether a test switched a
+// known bug of the reference system back on. Both ask the process-wide
+// `TestHooks` object, which is null in every program that does not link the
+// test-only library outbox_testhooks (src/testhooks/: crash::SetHook,
+// testing::SetMutation). The shipped library and `outbox` binary therefore
+// carry the seam — one atomic load per crash point — and no hook: the
+// objects the tests exercise are the objects that get installed
+// (tests/package/run checks that no hook symbol is installed).
 #pragma once
 
 #include <atomic>
-#include <functional>
-#include <stdexcept>
-#include <string>
 #include <string_view>
 
-namespace outbox::crash {
-
-// Thrown at a crash point whose hook said "crash".
-class SimulatedCrash : public std::runtime_error {
- public:
-  explicit SimulatedCrash(std::string_view point)
-      : std::runtime_error("simulated crash at " + std::string(point)), point_(point) {}
-  const std::string& point() const { return point_; }
-
- private:
-  std::string point_;
-};
-
-// Returns true to crash at `point`. Must be cheap; called from any thread.
-using Hook = std::function<bool(std::string_view point)>;
-
-// Installs (or, with nullptr, removes) the process-wide hook. Not
-// synchronised with concurrent Hit calls: install before the code runs.
-void SetHook(Hook hook);
-// True when a hook is installed and it says "crash" at `point`.
-bool ShouldCrash(std::string_view point);
-// Throws SimulatedCrash when ShouldCrash(point).
-void Hit(std::string_view point);
-
-}  // namespace outbox::crash
-
-namespace outbox::testing {
+namespace outbox::hooks {
 
 enum class Mutation {
   kNone,
@@ -59,18 +30,36 @@ enum class Mutation {
   kAckFailedCommit,
 };
 
-void SetMutation(Mutation m);
-Mutation ActiveMutation();
-std::string_view MutationName(
-    Mutation m);  // none | claim_only_if_absent | dead_on_first_failure | ack_failed_commit
-bool ParseMutation(std::string_view s, Mutation* out);
+// What a test installs. CrashPoint may throw (the simulation's
+// crash::SimulatedCrash) or _exit the process; it is called from any thread.
+class TestHooks {
+ public:
+  virtual void CrashPoint(std::string_view point) = 0;
+  virtual Mutation mutation() const = 0;
 
-}  // namespace outbox::testing
+ protected:
+  ~TestHooks() = default;
+};
 
-#ifdef OUTBOX_CRASH_POINTS
-#define OUTBOX_CRASH_POINT(name) ::outbox::crash::Hit(name)
-#define OUTBOX_MUTATION(m) (::outbox::testing::ActiveMutation() == ::outbox::testing::Mutation::m)
-#else
-#define OUTBOX_CRASH_POINT(name) ((void)0)
-#define OUTBOX_MUTATION(m) false
-#endif
+namespace detail {
+inline std::atomic<TestHooks*> installed{nullptr};
+}  // namespace detail
+
+// The installed hooks, or null (always null without outbox_testhooks).
+inline TestHooks* Installed() { return detail::installed.load(std::memory_order_acquire); }
+// Installs (or, with nullptr, removes) the hooks; `hooks` must outlive its use.
+inline void Install(TestHooks* hooks) { detail::installed.store(hooks, std::memory_order_release); }
+
+inline bool MutationIs(Mutation m) {
+  TestHooks* h = Installed();
+  return h != nullptr && h->mutation() == m;
+}
+
+}  // namespace outbox::hooks
+
+#define OUTBOX_CRASH_POINT(name)                                              \
+  do {                                                                        \
+    if (::outbox::hooks::TestHooks* outbox_hooks_ = ::outbox::hooks::Installed()) \
+      outbox_hooks_->CrashPoint(name);                                        \
+  } while (0)
+#define OUTBOX_MUTATION(m) (::outbox::hooks::MutationIs(::outbox::hooks::Mutation::m))

@@ -12,7 +12,7 @@
 #include "outbox/errors.h"
 #include "store/sqlite/sqlite_store.h"
 #include "tests/sim/faults.h"
-#include "util/crash_point.h"
+#include "testhooks/test_hooks.h"
 
 namespace outbox::sim {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tests/sim/faults.h"
-#include "util/crash_point.h"
+#include "testhooks/test_hooks.h"
 
 namespace outbox::sim {
 

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 namespace outbox::testing_support {
@@ -20,13 +21,32 @@ struct EmulatorProcess {
   std::string script;
 };
 
-// `endpoint_env` when set (an emulator already running, not ours); otherwise
+// `endpoint_env` when set (an emulator already running, not ours), else the
+// shared emulator of the CTest run; otherwise
 // `scripts/<script> start --parent <our pid>` (installs the emulator into the
 // cache once; its watchdog stops it if we die).
+// Under CTest, OUTBOX_EMULATORS_FILE names the file of the run's shared
+// emulators (scripts/test-emulators, the `emulators` fixture): a line
+// `<endpoint_env>=<endpoint>` there counts as `endpoint_env` set.
+inline std::string SharedEmulatorEndpoint(const char* endpoint_env) {
+  const char* f = std::getenv("OUTBOX_EMULATORS_FILE");
+  if (f == nullptr || *f == '\0') return "";
+  std::ifstream in(f);
+  const std::string prefix = std::string(endpoint_env) + "=";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size()) return line.substr(prefix.size());
+  }
+  return "";
+}
+
 inline EmulatorProcess StartEmulator(const std::string& script, const char* endpoint_env) {
   EmulatorProcess r;
   if (const char* e = std::getenv(endpoint_env); e && *e) {
     r.endpoint = e;
+    return r;
+  }
+  if (std::string shared = SharedEmulatorEndpoint(endpoint_env); !shared.empty()) {
+    r.endpoint = shared;
     return r;
   }
   r.script = std::string(OUTBOX_SOURCE_DIR) + "/scripts/" + script;

@@ -8,7 +8,7 @@
 #include "ops_fixture.h"
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
-#include "util/crash_point.h"
+#include "testhooks/test_hooks.h"
 
 namespace outbox::ops_test {
 namespace {
@@ -188,9 +188,6 @@ TEST_F(Runbook, SelectionRedrivesOnlyWhatItNames) {
 // redrive re-enqueues them, and each dead (event, subscription) runs once.
 // Found by the deterministic simulation (tests/sim, seeds 45/69/86).
 TEST_F(Runbook, InterruptedRedriveIsResumedByTheNextOne) {
-#ifndef OUTBOX_CRASH_POINTS
-  GTEST_SKIP() << "crash points are compiled out (OUTBOX_CRASH_POINTS=OFF)";
-#endif
   Subscribe("billing");
   modes_["billing"] = Mode::kTerminal;
   Envelope a = Emit("t1"), b = Emit("t2");
