@@ -57,9 +57,9 @@ inline bool MutationIs(Mutation m) {
 
 }  // namespace outbox::hooks
 
-#define OUTBOX_CRASH_POINT(name)                                              \
-  do {                                                                        \
+#define OUTBOX_CRASH_POINT(name)                                                  \
+  do {                                                                            \
     if (::outbox::hooks::TestHooks* outbox_hooks_ = ::outbox::hooks::Installed()) \
-      outbox_hooks_->CrashPoint(name);                                        \
+      outbox_hooks_->CrashPoint(name);                                            \
   } while (0)
 #define OUTBOX_MUTATION(m) (::outbox::hooks::MutationIs(::outbox::hooks::Mutation::m))

@@ -11,8 +11,8 @@
 
 #include "outbox/errors.h"
 #include "store/sqlite/sqlite_store.h"
-#include "tests/sim/faults.h"
 #include "testhooks/test_hooks.h"
+#include "tests/sim/faults.h"
 
 namespace outbox::sim {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/sim/faults.h"
 #include "testhooks/test_hooks.h"
+#include "tests/sim/faults.h"
 
 namespace outbox::sim {
 

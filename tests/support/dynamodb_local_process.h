@@ -34,7 +34,8 @@ inline std::string SharedEmulatorEndpoint(const char* endpoint_env) {
   std::ifstream in(f);
   const std::string prefix = std::string(endpoint_env) + "=";
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size()) return line.substr(prefix.size());
+    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size())
+      return line.substr(prefix.size());
   }
   return "";
 }
