@@ -66,12 +66,31 @@ struct TableSpec {
   std::optional<ProvisionedThroughput> provisioned;  // absent: PAY_PER_REQUEST
 };
 
+// A GSI's size as DescribeTable reports it (DynamoDB's IndexSizeBytes and ItemCount).
+struct IndexStats {
+  std::string name;
+  int64_t item_count = 0;  // items in the index (GSIs are sparse)
+  int64_t size_bytes = 0;  // the items as the index projects them
+};
+
+// DescribeTable. Sizes and counts: DynamoDB refreshes them about every six hours; the embedded
+// store computes them at each call (so DescribeTable reads the whole table there), DynamoDB Local
+// too (docs/DYNAMODB-COMPATIBILITY.md "Table descriptions"). Times are milliseconds since the
+// epoch, 0 = never.
 struct TableDescription {
   TableSpec spec;
   std::string status = "ACTIVE";
   int64_t item_count = 0;
+  int64_t table_size_bytes = 0;
+  std::vector<IndexStats> indexes;  // one per GSI of spec, in its order
   int64_t creation_time_ms = 0;
   std::string stream_arn;  // empty when the change feed is off
+  // ProvisionedThroughput.LastIncreaseDateTime / LastDecreaseDateTime (the table's units).
+  int64_t last_increase_ms = 0;
+  int64_t last_decrease_ms = 0;
+  // BillingModeSummary.LastUpdateToPayPerRequestDateTime: when the table was created with or
+  // last switched to PAY_PER_REQUEST. 0: never on-demand, so no BillingModeSummary.
+  int64_t last_pay_per_request_ms = 0;
 };
 
 enum class BillingMode { kProvisioned, kPayPerRequest };

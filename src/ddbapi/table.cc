@@ -447,9 +447,22 @@ json ThroughputRequestJson(const ProvisionedThroughput& t) {
 }
 
 // A description's ProvisionedThroughput: 0/0 for on-demand, as DynamoDB describes it.
-json ThroughputDescriptionJson(const std::optional<ProvisionedThroughput>& t) {
-  return {{"NumberOfDecreasesToday", 0},
+double Seconds(int64_t ms) { return static_cast<double>(ms) / 1000.0; }
+
+// A table's ProvisionedThroughput, as DynamoDB describes it (0/0 on-demand; a date never reached
+// is 0).
+json ThroughputDescriptionJson(const TableDescription& d) {
+  const auto& t = d.spec.provisioned;
+  return {{"LastIncreaseDateTime", Seconds(d.last_increase_ms)},
+          {"LastDecreaseDateTime", Seconds(d.last_decrease_ms)},
+          {"NumberOfDecreasesToday", 0},
           {"ReadCapacityUnits", t ? t->read_capacity_units : 0},
+          {"WriteCapacityUnits", t ? t->write_capacity_units : 0}};
+}
+
+// An index's: the units only (DynamoDB Local describes no dates and no NumberOfDecreasesToday).
+json IndexThroughputDescriptionJson(const std::optional<ProvisionedThroughput>& t) {
+  return {{"ReadCapacityUnits", t ? t->read_capacity_units : 0},
           {"WriteCapacityUnits", t ? t->write_capacity_units : 0}};
 }
 
@@ -457,13 +470,18 @@ std::string TableArn(const std::string& table) {
   return fmt::format("arn:aws:dynamodb:local:000000000000:table/{}", table);
 }
 
-json IndexDescriptionJson(const std::string& table, const GlobalSecondaryIndex& g) {
+json IndexDescriptionJson(const TableDescription& d, const GlobalSecondaryIndex& g) {
+  IndexStats stats;
+  for (const auto& x : d.indexes)
+    if (x.name == g.name) stats = x;
   return {{"IndexName", g.name},
-          {"IndexArn", TableArn(table) + "/index/" + g.name},
+          {"IndexArn", TableArn(d.spec.name) + "/index/" + g.name},
           {"IndexStatus", "ACTIVE"},
           {"KeySchema", KeySchemaJson(g.hash_key, g.range_key)},
           {"Projection", ProjectionJson(g)},
-          {"ProvisionedThroughput", ThroughputDescriptionJson(g.provisioned)}};
+          {"ProvisionedThroughput", IndexThroughputDescriptionJson(g.provisioned)},
+          {"IndexSizeBytes", stats.size_bytes},
+          {"ItemCount", stats.item_count}};
 }
 
 }  // namespace
@@ -546,17 +564,21 @@ json TableDescriptionToJson(const TableDescription& d) {
             {"TableStatus", d.status},
             {"CreationDateTime", static_cast<double>(d.creation_time_ms) / 1000.0},
             {"ItemCount", d.item_count},
+            {"TableSizeBytes", d.table_size_bytes},
             {"KeySchema", KeySchemaJson(spec.hash_key, spec.range_key)},
             {"AttributeDefinitions", AttributeDefinitionsJson(spec)},
             {"DeletionProtectionEnabled", false},
-            {"ProvisionedThroughput", ThroughputDescriptionJson(spec.provisioned)}};
-  // DynamoDB describes the billing mode of on-demand tables only (a provisioned table created
-  // so has no BillingModeSummary).
-  if (!spec.provisioned) j["BillingModeSummary"] = {{"BillingMode", "PAY_PER_REQUEST"}};
+            {"ProvisionedThroughput", ThroughputDescriptionJson(d)}};
+  // DynamoDB describes the billing mode of tables that are or were on-demand only (a table
+  // created provisioned and never switched has no BillingModeSummary).
+  if (!spec.provisioned || d.last_pay_per_request_ms != 0) {
+    j["BillingModeSummary"] = {
+        {"BillingMode", spec.provisioned ? "PROVISIONED" : "PAY_PER_REQUEST"},
+        {"LastUpdateToPayPerRequestDateTime", Seconds(d.last_pay_per_request_ms)}};
+  }
   if (!spec.global_secondary_indexes.empty()) {
     json gsis = json::array();
-    for (const auto& g : spec.global_secondary_indexes)
-      gsis.push_back(IndexDescriptionJson(spec.name, g));
+    for (const auto& g : spec.global_secondary_indexes) gsis.push_back(IndexDescriptionJson(d, g));
     j["GlobalSecondaryIndexes"] = std::move(gsis);
   }
   if (spec.stream_enabled) {
@@ -586,7 +608,7 @@ json UpdateTableResponseToJson(const TableDescription& before, const TableDescri
     for (const auto& g : before.spec.global_secondary_indexes)
       if (g.name == name) old = &g;
     if (!old) continue;
-    json gj = IndexDescriptionJson(after.spec.name, *old);
+    json gj = IndexDescriptionJson(before, *old);
     gj["IndexStatus"] = "DELETING";
     if (!d.contains("GlobalSecondaryIndexes")) d["GlobalSecondaryIndexes"] = json::array();
     d["GlobalSecondaryIndexes"].push_back(std::move(gj));
@@ -661,8 +683,22 @@ absl::StatusOr<TableDescription> TableDescriptionFromJson(const json& in) {
   d.spec.name = j["TableName"].get<std::string>();
   if (j.contains("TableStatus") && j["TableStatus"].is_string())
     d.status = j["TableStatus"].get<std::string>();
-  if (j.contains("ItemCount") && j["ItemCount"].is_number())
-    d.item_count = j["ItemCount"].get<int64_t>();
+  auto ms = [](const json& o, const char* field) -> int64_t {
+    if (!o.is_object() || !o.contains(field) || !o[field].is_number()) return 0;
+    return static_cast<int64_t>(std::llround(o[field].get<double>() * 1000.0));
+  };
+  auto count = [](const json& o, const char* field) -> int64_t {
+    if (!o.contains(field) || !o[field].is_number()) return 0;
+    return o[field].get<int64_t>();
+  };
+  d.item_count = count(j, "ItemCount");
+  d.table_size_bytes = count(j, "TableSizeBytes");
+  if (j.contains("ProvisionedThroughput")) {
+    d.last_increase_ms = ms(j["ProvisionedThroughput"], "LastIncreaseDateTime");
+    d.last_decrease_ms = ms(j["ProvisionedThroughput"], "LastDecreaseDateTime");
+  }
+  if (j.contains("BillingModeSummary"))
+    d.last_pay_per_request_ms = ms(j["BillingModeSummary"], "LastUpdateToPayPerRequestDateTime");
   if (j.contains("CreationDateTime") && j["CreationDateTime"].is_number()) {
     d.creation_time_ms =
         static_cast<int64_t>(std::llround(j["CreationDateTime"].get<double>() * 1000.0));
@@ -707,6 +743,7 @@ absl::StatusOr<TableDescription> TableDescriptionFromJson(const json& in) {
         }
       }
       g.provisioned = ThroughputFromDescription(gj, on_demand);
+      d.indexes.push_back({g.name, count(gj, "ItemCount"), count(gj, "IndexSizeBytes")});
       d.spec.global_secondary_indexes.push_back(std::move(g));
     }
   }

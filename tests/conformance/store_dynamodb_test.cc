@@ -46,6 +46,22 @@ INSTANTIATE_TEST_SUITE_P(
              "(two units per item unit): one small Put reports 4 units, two small Puts 4 too; "
              "CapacityTransactionsReportEachTableWithTransactionalUnits checks the shape on it; "
              "see docs/DYNAMODB-COMPATIBILITY.md, consumed capacity"},
+            {"AQueryResumesFromTheBoundItsReadEndsAt",
+             "DynamoDB Local refuses a Query start key on the inclusive bound where the read ends "
+             "(sk <= :v forward, sk >= :v backward, either end of BETWEEN: \"does not match the "
+             "range key predicate\", measured 2026-12-07) and never returns such a "
+             "LastEvaluatedKey (it looks ahead); DynamoDB returns it whenever Limit stops the "
+             "read and documents paging on from it; see docs/DYNAMODB-COMPATIBILITY.md"},
+            {"AnIndexSizeCountsItsItemsAsItProjectsThem",
+             "DynamoDB Local's IndexSizeBytes counts whole items for a KEYS_ONLY or INCLUDE index "
+             "(measured 2026-12-07: 37 bytes where the keys take 18); an index holds its items as "
+             "it projects them, which the embedded store counts; see "
+             "docs/DYNAMODB-COMPATIBILITY.md, table descriptions"},
+            {"ThroughputChangesAreDated",
+             "DynamoDB Local describes LastIncreaseDateTime and LastDecreaseDateTime as 0 after "
+             "any change of units (measured 2026-12-07); DynamoDB documents them as the dates of "
+             "the last raise and cut, as the embedded store reports them; see "
+             "docs/DYNAMODB-COMPATIBILITY.md, table descriptions"},
         }}),
     BackendName);
 

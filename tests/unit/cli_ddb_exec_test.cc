@@ -165,14 +165,19 @@ TEST_F(DdbExecTest, ProvisionedAndOnDemandDescriptions) {
         "Projection":{"ProjectionType":"ALL"},"ProvisionedThroughput":{"ReadCapacityUnits":3,"WriteCapacityUnits":4}}]})");
   const json& d = p["TableDescription"];
   EXPECT_EQ(d["ProvisionedThroughput"],
-            J(R"({"NumberOfDecreasesToday":0,"ReadCapacityUnits":5,"WriteCapacityUnits":6})"));
+            J(R"({"LastIncreaseDateTime":0.0,"LastDecreaseDateTime":0.0,"NumberOfDecreasesToday":0,
+                  "ReadCapacityUnits":5,"WriteCapacityUnits":6})"));
   EXPECT_FALSE(d.contains("BillingModeSummary")) << d;
+  EXPECT_EQ(d["TableSizeBytes"], 0);
   EXPECT_EQ(d["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"],
-            J(R"({"NumberOfDecreasesToday":0,"ReadCapacityUnits":3,"WriteCapacityUnits":4})"));
+            J(R"({"ReadCapacityUnits":3,"WriteCapacityUnits":4})"));
+  EXPECT_EQ(d["GlobalSecondaryIndexes"][0]["IndexSizeBytes"], 0);
+  EXPECT_EQ(d["GlobalSecondaryIndexes"][0]["ItemCount"], 0);
   EXPECT_EQ(Ok("DescribeTable", R"({"TableName":"prov"})")["Table"]["ProvisionedThroughput"],
             d["ProvisionedThroughput"]);
   const json& o = created_["TableDescription"];
-  EXPECT_EQ(o["BillingModeSummary"], J(R"({"BillingMode":"PAY_PER_REQUEST"})"));
+  EXPECT_EQ(o["BillingModeSummary"]["BillingMode"], "PAY_PER_REQUEST");
+  EXPECT_EQ(o["BillingModeSummary"]["LastUpdateToPayPerRequestDateTime"], o["CreationDateTime"]);
   EXPECT_EQ(o["ProvisionedThroughput"]["ReadCapacityUnits"], 0);
   EXPECT_EQ(o["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]["WriteCapacityUnits"], 0);
   // What the DynamoDB backend reads back and sends.

@@ -171,6 +171,29 @@ absl::Status ValidateKey(const TableSpec& spec, const Item& key) {
   return absl::OkStatus();
 }
 
+bool KeySchemaMismatch(const TableSpec& spec, const Item& key) {
+  if (key.size() != (spec.range_key ? 2u : 1u)) return true;
+  for (const KeyAttribute* k : {&spec.hash_key, spec.range_key ? &*spec.range_key : nullptr}) {
+    if (!k) continue;
+    auto it = key.find(k->name);
+    if (it == key.end() || it->second.type() != k->type) return true;
+  }
+  return false;
+}
+
+absl::Status CheckArgsHaveExpressions(const ExpressionArgs& args, bool names_usable,
+                                      bool values_usable, std::string_view value_expressions) {
+  if (!args.names.empty() && !names_usable) {
+    return ValidationError("ExpressionAttributeNames can only be specified when using expressions");
+  }
+  if (!args.values.empty() && !values_usable) {
+    return ValidationError(
+        fmt::format("ExpressionAttributeValues can only be specified when using expressions: {}",
+                    value_expressions));
+  }
+  return absl::OkStatus();
+}
+
 bool KeyTypeMismatchOnly(const TableSpec& spec, const Item& item, bool exact) {
   if (exact && item.size() != (spec.range_key ? 2u : 1u)) return false;
   bool mismatch = false;

@@ -30,6 +30,16 @@ absl::Status ValidateTableUpdateShape(const TableUpdate& update);
 absl::Status ValidateItemKeys(const TableSpec& spec, const Item& item);
 // `key` is exactly the table's key attributes with the right types.
 absl::Status ValidateKey(const TableSpec& spec, const Item& key);
+// True when a key problem (ValidateKey's error) is of the key's schema: an attribute missing,
+// extra, named otherwise or of another type (not an empty or oversized value).
+bool KeySchemaMismatch(const TableSpec& spec, const Item& key);
+// ExpressionAttributeNames / ExpressionAttributeValues given with no expression that could use
+// them, DynamoDB's rule in every operation that takes them: names need an expression that can
+// hold a #name (`names_usable`), values one that can hold a :value (`values_usable`); names are
+// checked first. `value_expressions` ends the values message, e.g. "ConditionExpression is
+// null" (DynamoDB's wording).
+absl::Status CheckArgsHaveExpressions(const ExpressionArgs& args, bool names_usable,
+                                      bool values_usable, std::string_view value_expressions);
 // Index key attributes present on the item must have the index's declared type.
 absl::Status ValidateIndexKeys(const TableSpec& spec, const Item& item);
 // Inside a transaction DynamoDB reports a key of the wrong type as a cancellation reason

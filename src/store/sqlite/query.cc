@@ -54,6 +54,16 @@ Range RangeFor(const expr::KeyConditionSpec& k) {
   return r;
 }
 
+// DynamoDB's rule for a Query's ExclusiveStartKey (docs/DYNAMODB-COMPATIBILITY.md "Query start
+// keys"): its sort key must satisfy the key condition. DynamoDB Local also refuses the inclusive
+// bound the read ends at (`sk <= :v` forward...), a key DynamoDB itself returns as
+// LastEvaluatedKey when Limit stops the read there, so DynamoDB must accept it back.
+bool StartKeyInRange(const Range& r, const std::string& rk) {
+  if (r.lo && (r.lo_inclusive ? rk < *r.lo : rk <= *r.lo)) return false;
+  if (r.hi && (r.hi_inclusive ? rk > *r.hi : rk >= *r.hi)) return false;
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
@@ -151,6 +161,10 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Query(const QueryRequest& req) {
               "match the schema");
         }
         rk = KeyBlob(rr->second);
+        if (!StartKeyInRange(r, rk)) {
+          return ValidationError(
+              "The provided starting key does not match the range key predicate");
+        }
       }
       start = std::make_tuple(rk, PkBlob(**t, esk), SkBlob(**t, esk));
     }

@@ -87,6 +87,12 @@ absl::StatusOr<QueryResult> SqliteStoreImpl::Scan(const ScanRequest& req) {
   std::shared_ptr<const expr::Condition> filter;
   std::shared_ptr<const expr::Projection> projection;
   absl::Status expr_status = [&]() -> absl::Status {
+    if (auto v = store::CheckArgsHaveExpressions(
+            req.args, req.filter.has_value() || req.projection.has_value(), req.filter.has_value(),
+            "FilterExpression is null");
+        !v.ok()) {
+      return v;
+    }
     auto s =
         CompileReadExpressions(req.filter, req.projection, req.args, &used, &filter, &projection);
     if (!s.ok()) return s;

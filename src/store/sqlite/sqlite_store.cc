@@ -103,6 +103,43 @@ void SqliteStoreImpl::SweeperLoop() {
 
 // ---- tables -------------------------------------------------------------------------
 
+std::string StoredSpecText(const TableSpec& spec, const TableTimes& times) {
+  nlohmann::json j = SpecToJson(spec);
+  nlohmann::json t = nlohmann::json::object();
+  if (times.last_increase_ms) t["inc"] = times.last_increase_ms;
+  if (times.last_decrease_ms) t["dec"] = times.last_decrease_ms;
+  if (times.last_pay_per_request_ms) t["ppr"] = times.last_pay_per_request_ms;
+  if (!t.empty()) j["times"] = std::move(t);
+  return j.dump();
+}
+
+TableTimes TimesFromStoredSpec(const nlohmann::json& j) {
+  TableTimes out;
+  if (!j.is_object() || !j.contains("times") || !j["times"].is_object()) return out;
+  const auto& t = j["times"];
+  out.last_increase_ms = t.value("inc", int64_t{0});
+  out.last_decrease_ms = t.value("dec", int64_t{0});
+  out.last_pay_per_request_ms = t.value("ppr", int64_t{0});
+  return out;
+}
+
+TableTimes TimesAfterUpdate(const TableTimes& times, const TableSpec& before,
+                            const TableSpec& after, int64_t now_ms) {
+  TableTimes out = times;
+  if (before.provisioned && !after.provisioned) out.last_pay_per_request_ms = now_ms;
+  if (before.provisioned && after.provisioned) {
+    const auto& b = *before.provisioned;
+    const auto& a = *after.provisioned;
+    if (a.read_capacity_units > b.read_capacity_units ||
+        a.write_capacity_units > b.write_capacity_units)
+      out.last_increase_ms = now_ms;
+    if (a.read_capacity_units < b.read_capacity_units ||
+        a.write_capacity_units < b.write_capacity_units)
+      out.last_decrease_ms = now_ms;
+  }
+  return out;
+}
+
 absl::StatusOr<std::shared_ptr<const TableInfo>> SqliteStoreImpl::LoadTable(sqlite::Conn& c,
                                                                             std::string_view name) {
   // The spec text is read each time (a few hundred bytes) so that an UpdateTable made through
@@ -128,6 +165,7 @@ absl::StatusOr<std::shared_ptr<const TableInfo>> SqliteStoreImpl::LoadTable(sqli
   info->id = id;
   info->spec = *std::move(spec);
   info->created_ms = st->ColumnInt(1);
+  info->times = TimesFromStoredSpec(j);
   info->spec_text = std::move(text);
   util::MutexLock l(tables_mu_);
   tables_[std::string(name)] = info;
@@ -136,8 +174,10 @@ absl::StatusOr<std::shared_ptr<const TableInfo>> SqliteStoreImpl::LoadTable(sqli
 
 absl::Status SqliteStoreImpl::CreateTable(const TableSpec& spec) {
   if (auto s = store::ValidateTableSpec(spec); !s.ok()) return s;
-  std::string json = SpecToJson(spec).dump();
   int64_t now = clock_->NowMillis();
+  TableTimes times;
+  if (!spec.provisioned) times.last_pay_per_request_ms = now;
+  std::string json = StoredSpecText(spec, times);
   return db_->Write([&](sqlite::Conn& c) -> absl::Status {
     auto ex = c.Prepare("SELECT 1 FROM s_tables WHERE name = ?1");
     if (!ex.ok()) return ex.status();
@@ -160,12 +200,31 @@ absl::StatusOr<TableDescription> SqliteStoreImpl::DescribeTable(std::string_view
     if (!t.ok()) return t.status();
     d.spec = (*t)->spec;
     d.creation_time_ms = (*t)->created_ms;
-    auto cnt = c.Prepare("SELECT COUNT(*) FROM s_items WHERE tbl = ?1");
-    if (!cnt.ok()) return cnt.status();
-    cnt->Bind(1, (*t)->id);
-    auto row = cnt->Step();
-    if (!row.ok()) return row.status();
-    d.item_count = cnt->ColumnInt(0);
+    d.last_increase_ms = (*t)->times.last_increase_ms;
+    d.last_decrease_ms = (*t)->times.last_decrease_ms;
+    d.last_pay_per_request_ms = (*t)->times.last_pay_per_request_ms;
+    // Sizes and counts of this moment, from one pass over the items (DynamoDB's are up to about
+    // six hours old; docs/DYNAMODB-COMPATIBILITY.md "Table descriptions").
+    for (const auto& g : d.spec.global_secondary_indexes) d.indexes.push_back({g.name, 0, 0});
+    auto rows = c.Prepare("SELECT item FROM s_items WHERE tbl = ?1");
+    if (!rows.ok()) return rows.status();
+    rows->Bind(1, (*t)->id);
+    std::string hk, rk;
+    while (true) {
+      auto row = rows->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      auto item = DecodeItem(rows->ColumnText(0));
+      if (!item.ok()) return item.status();
+      ++d.item_count;
+      d.table_size_bytes += ItemSize(*item);
+      for (size_t i = 0; i < d.spec.global_secondary_indexes.size(); ++i) {
+        const GlobalSecondaryIndex& g = d.spec.global_secondary_indexes[i];
+        if (!IndexKeyBlobs(g, *item, /*check_types=*/true, &hk, &rk)) continue;
+        ++d.indexes[i].item_count;
+        d.indexes[i].size_bytes += ItemSize(store::ProjectForIndex(d.spec, g, *item));
+      }
+    }
     if (d.spec.stream_enabled) {
       d.stream_arn = fmt::format("arn:aws:dynamodb:local:000000000000:table/{}/stream/{}",
                                  d.spec.name, (*t)->created_ms);
@@ -382,6 +441,12 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::PutItem(const PutRequest& req) {
     if (!t.ok()) return t.status();
     const TableSpec& spec = (*t)->spec;
     if (auto v = CheckReturnValues(req.return_values, false); !v.ok()) return v;
+    if (auto v = store::CheckArgsHaveExpressions(req.args, req.condition.has_value(),
+                                                 req.condition.has_value(),
+                                                 "ConditionExpression is null");
+        !v.ok()) {
+      return v;
+    }
     if (auto v = store::ValidateItemKeys(spec, req.item); !v.ok()) return v;
     if (!expr_status.ok()) return expr_status;
     if (auto v = store::ValidateIndexKeys(spec, req.item); !v.ok()) return v;
@@ -429,6 +494,13 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::UpdateItem(const UpdateRequest& req
     auto t = LoadTable(c, req.table);
     if (!t.ok()) return t.status();
     const TableSpec& spec = (*t)->spec;
+    const bool any_expression = req.update.has_value() || req.condition.has_value();
+    if (auto v =
+            store::CheckArgsHaveExpressions(req.args, any_expression, any_expression,
+                                            "UpdateExpression and ConditionExpression are null");
+        !v.ok()) {
+      return v;
+    }
     if (auto v = store::ValidateKey(spec, req.key); !v.ok()) return v;
     if (!expr_status.ok()) return expr_status;
     if (update) {
@@ -490,6 +562,12 @@ absl::StatusOr<WriteResult> SqliteStoreImpl::DeleteItem(const DeleteRequest& req
     auto t = LoadTable(c, req.table);
     if (!t.ok()) return t.status();
     if (auto v = CheckReturnValues(req.return_values, false); !v.ok()) return v;
+    if (auto v = store::CheckArgsHaveExpressions(req.args, req.condition.has_value(),
+                                                 req.condition.has_value(),
+                                                 "ConditionExpression is null");
+        !v.ok()) {
+      return v;
+    }
     if (auto v = store::ValidateKey((*t)->spec, req.key); !v.ok()) return v;
     if (!expr_status.ok()) return expr_status;
     PendingWrite w{*t, PkBlob(**t, req.key), SkBlob(**t, req.key), std::nullopt, std::nullopt};

@@ -13,20 +13,37 @@
 #include <thread>
 
 #include "expr/expr.h"
+#include "nlohmann/json.hpp"
 #include "store/sqlite/sqlite_store.h"
 #include "util/mutex.h"
 
 namespace outbox::sqlite_store {
+
+// When a table's billing and units last changed (DescribeTable's dates; 0 = never).
+struct TableTimes {
+  int64_t last_increase_ms = 0;
+  int64_t last_decrease_ms = 0;
+  int64_t last_pay_per_request_ms = 0;
+};
 
 struct TableInfo {
   int64_t id = 0;
   TableSpec spec;
   int64_t created_ms = 0;
   std::string spec_text;  // as stored: a cached TableInfo is current while it matches
+  TableTimes times;       // stored with the spec ("times")
 };
 
 // The index key blobs of `item` for `g`; false when the item lacks one (GSIs are sparse) or,
 // with `check_types`, has one of another type (an index backfill leaves such items out).
+// The text stored in s_tables.spec: the spec and, under "times", its TableTimes.
+std::string StoredSpecText(const TableSpec& spec, const TableTimes& times);
+TableTimes TimesFromStoredSpec(const nlohmann::json& j);
+// The times after `update` took a table from `before` to `after` at `now_ms`: a switch to
+// PAY_PER_REQUEST, a raise or a cut of either of the table's units.
+TableTimes TimesAfterUpdate(const TableTimes& times, const TableSpec& before,
+                            const TableSpec& after, int64_t now_ms);
+
 bool IndexKeyBlobs(const GlobalSecondaryIndex& g, const Item& item, bool check_types,
                    std::string* hk, std::string* rk);
 

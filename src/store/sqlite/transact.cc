@@ -48,14 +48,8 @@ absl::StatusOr<std::vector<PreparedAction>> Prepare(const TransactWriteRequest& 
       a.update = *std::move(u);
     }
     if (!w.condition && !w.update) {
-      if (!w.args.values.empty()) {
-        a.args_without_expression =
-            "ExpressionAttributeValues can only be specified when using expressions: "
-            "ConditionExpression is null";
-      } else if (!w.args.names.empty()) {
-        a.args_without_expression =
-            "ExpressionAttributeNames can only be specified when using expressions";
-      }
+      auto v = store::CheckArgsHaveExpressions(w.args, false, false, "ConditionExpression is null");
+      if (!v.ok()) a.args_without_expression = std::string(v.message());
     } else if (auto s = expr::CheckAllUsed(w.args, used); !s.ok()) {
       return s;
     }
@@ -289,11 +283,33 @@ absl::StatusOr<std::vector<std::optional<Item>>> SqliteStoreImpl::TransactGetIte
   auto s = db_->Read([&](sqlite::Conn& c) -> absl::Status {
     // DynamoDB validates the whole request first: an item named twice is a
     // ValidationException, before anything is read.
+    // One pass in request order, each Get: its table exists → no names without a projection →
+    // its key matches the table's schema (measured on DynamoDB Local). A key that does not (an
+    // attribute missing, extra or of another type) cancels the transaction: DynamoDB documents
+    // TransactionCanceledException for "a user error, such as an invalid data format", and
+    // DynamoDB Local answers it. The pass stops there; that Get's reason is ValidationError,
+    // every other Get's None.
     std::set<std::tuple<int64_t, std::string, std::string>> seen;
+    for (size_t i = 0; i < gets.size(); ++i) {
+      const GetRequest& g = gets[i];
+      auto t = LoadTable(c, g.table);
+      if (!t.ok()) return t.status();
+      if (auto v = store::CheckArgsHaveExpressions(ExpressionArgs{g.names, {}},
+                                                   g.projection.has_value(), false, "");
+          !v.ok()) {
+        return v;
+      }
+      if (auto ks = store::ValidateKey((*t)->spec, g.key); !ks.ok()) {
+        if (!store::KeySchemaMismatch((*t)->spec, g.key)) return ks;
+        std::vector<CancellationReason> reasons(gets.size());
+        reasons[i].code = "ValidationError";
+        reasons[i].message = std::string(ks.message());
+        return TransactionCanceledError(reasons);
+      }
+    }
     for (const auto& g : gets) {
       auto t = LoadTable(c, g.table);
       if (!t.ok()) return t.status();
-      if (auto ks = store::ValidateKey((*t)->spec, g.key); !ks.ok()) return ks;
       if (!seen.emplace((*t)->id, PkBlob(**t, g.key), SkBlob(**t, g.key)).second) {
         return ValidationError(
             "Transaction request cannot include multiple operations on one item");

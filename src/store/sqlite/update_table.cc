@@ -85,7 +85,9 @@ absl::StatusOr<TableDescription> SqliteStoreImpl::UpdateTable(const TableUpdate&
     if (!next.ok()) return next.status();
     auto up = c.Prepare("UPDATE s_tables SET spec = ?1 WHERE id = ?2");
     if (!up.ok()) return up.status();
-    if (auto r = up->Bind(1, SpecToJson(*next).dump()).Bind(2, info.id).Run(); !r.ok()) return r;
+    TableTimes times = TimesAfterUpdate(info.times, info.spec, *next, clock_->NowMillis());
+    if (auto r = up->Bind(1, StoredSpecText(*next, times)).Bind(2, info.id).Run(); !r.ok())
+      return r;
     for (const auto& name : u.delete_indexes) {
       auto del = c.Prepare("DELETE FROM s_gsi WHERE tbl = ?1 AND idx = ?2");
       if (!del.ok()) return del.status();
