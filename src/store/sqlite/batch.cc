@@ -109,9 +109,11 @@ absl::StatusOr<BatchGetResult> SqliteStoreImpl::BatchGetItem(const BatchGetReque
     }
   }
   for (const auto& [table, ka] : req.items) {
-    if (!ka.projection && !ka.names.empty()) {  // request shape too: before the tables
-      return ValidationError(
-          "ExpressionAttributeNames can only be specified when using expressions");
+    // Request shape too: before the tables.
+    if (auto v = store::CheckArgsHaveExpressions(ExpressionArgs{ka.names, {}},
+                                                 ka.projection.has_value(), false, "");
+        !v.ok()) {
+      return v;
     }
   }
   // Projections are parsed here and reported after every table and key (DynamoDB's order).

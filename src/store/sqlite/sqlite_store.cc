@@ -608,8 +608,10 @@ absl::StatusOr<std::optional<Item>> SqliteStoreImpl::GetItem(const GetRequest& r
     expr::Usage used;
     if (p.ok()) expr_status = (*p)->Validate(req.names, &used);
     if (expr_status.ok()) expr_status = expr::CheckAllUsed(ExpressionArgs{req.names, {}}, used);
-  } else if (!req.names.empty()) {  // a request-shape error: reported before the table
-    return ValidationError("ExpressionAttributeNames can only be specified when using expressions");
+  } else if (auto v =
+                 store::CheckArgsHaveExpressions(ExpressionArgs{req.names, {}}, false, false, "");
+             !v.ok()) {
+    return v;  // a request-shape error: reported before the table
   }
   std::optional<Item> out;
   auto s = db_->Read([&](sqlite::Conn& c) -> absl::Status {
