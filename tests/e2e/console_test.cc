@@ -152,11 +152,12 @@ TEST_F(Console, OperatorSeesADeadLetterRedrivesItAndPayloadsStayText) {
   EXPECT_EQ(
       wd.Script("return document.getElementById('card-dead-letters').classList.contains('bad');"),
       true);
-  EXPECT_THAT(wd.Text("#health"), HasSubstr("Unhealthy"));
+  EXPECT_THAT(wd.WaitText("#health", "Unhealthy"), HasSubstr("Unhealthy"));
   EXPECT_THAT(wd.WaitText("#card-chains .value", "intact"), HasSubstr("1/1 intact"));
   // One row per queue: the event queue and broken's consumer queue with its DLQ.
-  EXPECT_THAT(wd.Text("#queues-table"), HasSubstr("outbox-events.fifo"));
-  EXPECT_THAT(wd.Text("#queues-table tr[data-queue='hooks.fifo']"), HasSubstr("hooks-dlq.fifo"));
+  EXPECT_THAT(wd.WaitText("#queues-table", "outbox-events.fifo"), HasSubstr("outbox-events.fifo"));
+  EXPECT_THAT(wd.WaitText("#queues-table tr[data-queue='hooks.fifo']", "hooks-dlq.fifo"),
+              HasSubstr("hooks-dlq.fifo"));
   Shot(wd, "overview");
 
   // 3. Tenants: verify the chain on demand, with progress.
@@ -172,8 +173,8 @@ TEST_F(Console, OperatorSeesADeadLetterRedrivesItAndPayloadsStayText) {
   EXPECT_THAT(wd.WaitText("#event-payload", "window.__xss"), HasSubstr(kXss));
   EXPECT_EQ(wd.Script("return typeof window.__xss;"), "undefined");
   EXPECT_EQ(wd.Script("return document.querySelectorAll('#main script, #main img').length;"), 0);
-  EXPECT_THAT(wd.Text("#event-subscriptions"), HasSubstr("DEAD"));
-  EXPECT_THAT(wd.Text("#event-subscriptions"), HasSubstr("COMPLETED"));  // audit
+  EXPECT_THAT(wd.WaitText("#event-subscriptions", "DEAD"), HasSubstr("DEAD"));
+  EXPECT_THAT(wd.WaitText("#event-subscriptions", "COMPLETED"), HasSubstr("COMPLETED"));  // audit
   Shot(wd, "event");
   // ... and by correlation id, newest first.
   wd.Navigate(base + "/#/events?tenant=shop-1&by=correlation_id&q=checkout-3");
@@ -186,7 +187,8 @@ TEST_F(Console, OperatorSeesADeadLetterRedrivesItAndPayloadsStayText) {
   // 5. Subscriptions: outcomes, lanes, the webhook.
   wd.Navigate(base + "/#/subscriptions");
   EXPECT_THAT(wd.WaitText("#subs-table", "broken"), HasSubstr("webhook"));
-  EXPECT_THAT(wd.Text("#subs-table tr[data-subscription=broken]"), HasSubstr("3 dead"));
+  EXPECT_THAT(wd.WaitText("#subs-table tr[data-subscription=broken]", "3 dead"),
+              HasSubstr("3 dead"));
   Shot(wd, "subscriptions");
 
   // 6. Dead letters: the receiver is fixed; redrive one, then the rest of
@@ -194,7 +196,7 @@ TEST_F(Console, OperatorSeesADeadLetterRedrivesItAndPayloadsStayText) {
   fixed = true;
   wd.Navigate(base + "/#/dead-letters?subscription=broken");
   EXPECT_THAT(wd.WaitText("#dl-count", "3 dead"), HasSubstr("3 dead letter(s)"));
-  EXPECT_THAT(wd.Text("#dl-table"), HasSubstr("HTTP 400"));
+  EXPECT_THAT(wd.WaitText("#dl-table", "HTTP 400"), HasSubstr("HTTP 400"));
   Shot(wd, "dead-letters");
   ASSERT_TRUE(wd.Click("#dl-table tbody tr:first-child .redrive-one"));
   EXPECT_THAT(wd.WaitText("#confirm-text", "Redrive 1"), HasSubstr("Redrive 1 dead letter(s)"));
@@ -213,7 +215,7 @@ TEST_F(Console, OperatorSeesADeadLetterRedrivesItAndPayloadsStayText) {
   // Redriven letters stay visible as such.
   wd.Navigate(base + "/#/dead-letters?subscription=broken&state=redriven");
   EXPECT_THAT(wd.WaitText("#dl-count", "3 redriven"), HasSubstr("3 redriven letter(s)"));
-  EXPECT_THAT(wd.Text("#dl-table"), HasSubstr("REDRIVEN"));
+  EXPECT_THAT(wd.WaitText("#dl-table", "REDRIVEN"), HasSubstr("REDRIVEN"));
   Shot(wd, "dead-letters-redriven");
 
   // 7. The overview is back to healthy: no dead letter.
@@ -252,9 +254,9 @@ TEST_F(Console, TheDemosDataAsMakeRunLeavesIt) {
   wd.Navigate(base + "/");
   EXPECT_EQ(wd.WaitText("#card-dead-letters .value", "0"), "0");
   EXPECT_THAT(wd.WaitText("#card-chains .value", "6/6"), HasSubstr("6/6 intact"));
-  EXPECT_THAT(wd.Text("#card-dead-letters"), HasSubstr("redriven (audit)"));
+  EXPECT_THAT(wd.WaitText("#card-dead-letters", "redriven (audit)"), HasSubstr("redriven (audit)"));
   EXPECT_THAT(wd.Text("#card-dead-letters"), Not(HasSubstr(" 0 redriven")));
-  EXPECT_THAT(wd.Text("#health"), HasSubstr("Healthy"));
+  EXPECT_THAT(wd.WaitText("#health", "Healthy"), HasSubstr("Healthy"));
   Shot(wd, "demo-overview");
   wd.Navigate(base + "/#/tenants");
   EXPECT_THAT(wd.WaitText("#tenants-table", "household-6"), HasSubstr("intact"));

@@ -47,6 +47,7 @@ class DynamoDbLocal : public ::testing::Environment {
   }
 
   void SetUp() override {
+    if (EmulatorsOff()) return;
     DynamoDbLocalProcess p = StartDynamoDbLocal();
     endpoint_ref() = p.endpoint;
     pid_ = p.pid;

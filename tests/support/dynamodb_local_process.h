@@ -40,6 +40,14 @@ inline std::string SharedEmulatorEndpoint(const char* endpoint_env) {
   return "";
 }
 
+// OUTBOX_EMULATORS=off: this run needs no emulator (a CTest shard of a binary
+// that runs only its embedded cases, tests/CMakeLists.txt), so the
+// environments start none and leave the endpoints empty.
+inline bool EmulatorsOff() {
+  const char* v = std::getenv("OUTBOX_EMULATORS");
+  return v != nullptr && std::string(v) == "off";
+}
+
 inline EmulatorProcess StartEmulator(const std::string& script, const char* endpoint_env) {
   EmulatorProcess r;
   if (const char* e = std::getenv(endpoint_env); e && *e) {

@@ -27,6 +27,7 @@ class SqsLocal : public ::testing::Environment {
   static const std::string& Endpoint() { return endpoint_ref(); }
 
   void SetUp() override {
+    if (EmulatorsOff()) return;
     EmulatorProcess p = StartEmulator("sqs-local", "OUTBOX_SQS_ENDPOINT");
     endpoint_ref() = p.endpoint;
     pid_ = p.pid;

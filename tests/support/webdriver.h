@@ -117,12 +117,17 @@ class WebDriver {
     if (!v.is_object() || v.empty()) return std::nullopt;
     return v.begin().value().get<std::string>();
   }
+  // How long a wait polls by default: long enough for a headless browser on a
+  // 2-core machine that runs other tests beside it (a wait ends as soon as its
+  // condition holds, so a passing run does not get slower).
+  static constexpr double kWaitSeconds = 45;
   // Polls for `css` up to `secs`; "" when it never appeared.
-  std::string WaitFind(const std::string& css, double secs = 15) {
+  std::string WaitFind(const std::string& css, double secs = kWaitSeconds) {
     return WaitUntil([&] { return Find(css).value_or(""); }, secs);
   }
   // Polls until the text of `css` contains `needle`; returns the last text seen.
-  std::string WaitText(const std::string& css, const std::string& needle, double secs = 15) {
+  std::string WaitText(const std::string& css, const std::string& needle,
+                       double secs = kWaitSeconds) {
     std::string last;
     WaitUntil(
         [&]() -> std::string {

@@ -17,6 +17,16 @@ using ops::DeadLetterFilter;
 
 class Runbook : public Pipeline {};
 
+// Readiness: the store answers and the engine's tables and the queue exist; a
+// missing table is named.
+TEST_F(Runbook, ReadyNamesAMissingTable) {
+  ASSERT_TRUE(ops_->Ready().ok()) << ops_->Ready();
+  ASSERT_TRUE(store_->DeleteTable("outbox_dead_letters").ok());
+  absl::Status s = ops_->Ready();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("table outbox_dead_letters: not found"), std::string::npos) << s;
+}
+
 TEST_F(Runbook, FixTheHandlerRedriveRunsEachDeadWorkOnce) {
   Subscribe("billing");
   Subscribe("notify");
