@@ -147,7 +147,9 @@ TEST_F(Console, OperatorSeesADeadLetterRedrivesItAndPayloadsStayText) {
   wd.Type("#signin-token", kToken);
   wd.Click("#signin-submit");
 
-  // 2. Overview: the dead letters are the alarm (red, 3).
+  // 2. Overview: the dead letters are the alarm (red, 3). (A 401 of the
+  // wrong token that arrives after this sign-in must not bring the form back.)
+  ASSERT_FALSE(wd.WaitFind("#card-dead-letters").empty()) << wd.Text("body");
   EXPECT_EQ(wd.WaitText("#card-dead-letters .value", "3"), "3");
   EXPECT_EQ(
       wd.Script("return document.getElementById('card-dead-letters').classList.contains('bad');"),

@@ -85,7 +85,12 @@ async function api(path, options = {}) {
   const res = await fetch(path, init);
   let body = null;
   try { body = await res.json(); } catch (e) { body = null; }
-  if (res.status === 401) { signIn(token ? "The token was not accepted." : ""); throw new HttpError(401, body); }
+  if (res.status === 401) {
+    // A refusal of a token the user has since replaced (a request still in
+    // flight when they signed in again) must not bring the form back.
+    if (sessionStorage.getItem(TOKEN_KEY) === token) signIn(token ? "The token was not accepted." : "");
+    throw new HttpError(401, body);
+  }
   if (!res.ok) throw new HttpError(res.status, body);
   return body;
 }
