@@ -1,4 +1,5 @@
-// End-to-end pipeline benchmark (results: docs/PERFORMANCE.md "## End to end (issue 6)").
+// End-to-end pipeline benchmark (results: CHANGELOG.md "Performance history"; superseded
+// as the reference by `outbox bench pipeline`, docs/PERFORMANCE.md).
 //
 //  BM_Pipeline/<subs>/<rate>: Engine::Emit (one event per call, 8 tenants, one
 //  emitter thread per tenant) -> change-feed relay (background thread) -> FIFO

@@ -1,4 +1,4 @@
-// Embedded queue benchmarks (results: docs/PERFORMANCE.md "## Queue (issue 3)").
+// Embedded queue benchmarks (results: docs/PERFORMANCE.md "Components").
 //
 //  BM_QueueRoundTrip: SendBatch(10) -> Receive(10) -> DeleteBatch(10), durable
 //    (synchronous=FULL), FIFO with 1 or 64 groups and standard; items/s = msgs/s.

@@ -1,4 +1,4 @@
-// Relay benchmarks (results: docs/PERFORMANCE.md "## Relay (issue 5)").
+// Relay benchmarks (results: docs/PERFORMANCE.md "Components").
 //
 //  BM_RelayThroughput/<mode>/<events>: <events> events of 8 tenants are
 //  emitted first (EmitBatch of 40, not timed), then one relay drains them all

@@ -656,7 +656,7 @@ void Daemon::Impl::Routes() {
   http.set_keep_alive_timeout(std::max<time_t>(1, absl::ToInt64Seconds(cfg.keep_alive_timeout)));
   http.set_keep_alive_max_count(100000);
   // Small JSON answers: without TCP_NODELAY, Nagle + the client's delayed ACK
-  // hold every keep-alive response back ~40 ms (docs/PERFORMANCE.md).
+  // hold every keep-alive response back ~40 ms (docs/PERFORMANCE.md "HTTP emit").
   http.set_tcp_nodelay(true);
   const int threads = cfg.http_threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };

@@ -182,7 +182,7 @@ class Database {
     // Set (and notified) by the writer after COMMIT. A mutex + condition
     // variable, not std::atomic::wait: libstdc++'s atomic wait spins with
     // sched_yield before it parks, and dozens of waiting callers then steal
-    // the CPU the writer thread needs (docs/PERFORMANCE.md, HTTP emit).
+    // the CPU the writer thread needs (CHANGELOG.md "Performance history", HTTP emit).
     util::Mutex mu;
     util::CondVar cv;
     bool done ABSL_GUARDED_BY(mu) = false;
