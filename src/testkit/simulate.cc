@@ -143,26 +143,30 @@ void Simulation::DoRelay() {
 void Simulation::DoWorker() {
   SimulationDriver::Impl& m = SimulationDriver::Of(*kit_);
   const uint64_t q = rng_.Below(100);
+  // Below 9: a crash at one of the crash points; then one named fault per
+  // band of the draw, up to its bound; 38 and above: no fault.
+  struct Band {
+    uint64_t below;
+    Fault fault;
+  };
+  static constexpr Band kBands[] = {{14, Fault::kRedeliveryMidHandler},
+                                    {20, Fault::kDuplicateDelivery},
+                                    {27, Fault::kRetryableFailure},
+                                    {34, Fault::kFailAfterEffect},
+                                    {38, Fault::kCrashAfterEffect}};
   std::string what = "worker";
   if (q < 9) {
     const char* point = kCrashPoints[rng_.Below(3)];
     m.hooks.Arm(point);
     what = fmt::format("worker, crash armed at {}", point);
-  } else if (q < 14) {
-    (void)kit_->Inject({.fault = Fault::kRedeliveryMidHandler});
-    what = "worker, redelivery mid-handler armed";
-  } else if (q < 20) {
-    (void)kit_->Inject({.fault = Fault::kDuplicateDelivery});
-    what = "worker, duplicate delivery armed";
-  } else if (q < 27) {
-    (void)kit_->Inject({.fault = Fault::kRetryableFailure});
-    what = "worker, retryable failure armed";
-  } else if (q < 34) {
-    (void)kit_->Inject({.fault = Fault::kFailAfterEffect});
-    what = "worker, failure after effect armed";
-  } else if (q < 38) {
-    (void)kit_->Inject({.fault = Fault::kCrashAfterEffect});
-    what = "worker, crash after effect armed";
+  } else {
+    for (const Band& b : kBands) {
+      if (q < b.below) {
+        (void)kit_->Inject({.fault = b.fault});
+        what = fmt::format("worker, {} armed", FaultName(b.fault));
+        break;
+      }
+    }
   }
   const int crashes_before = m.crashes;
   auto n = m.WorkerOnce();
