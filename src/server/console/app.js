@@ -86,9 +86,14 @@ async function api(path, options = {}) {
   let body = null;
   try { body = await res.json(); } catch (e) { body = null; }
   if (res.status === 401) {
-    // A refusal of a token the user has since replaced (a request still in
-    // flight when they signed in again) must not bring the form back.
-    if (sessionStorage.getItem(TOKEN_KEY) === token) signIn(token ? "The token was not accepted." : "");
+    // A refused token is forgotten at its first refusal, so the other
+    // requests of the same page (still in flight) find it gone and leave the
+    // form alone: a form the user is typing into is never replaced. A refusal
+    // of a token the user has since replaced must not bring the form back.
+    if (sessionStorage.getItem(TOKEN_KEY) === token) {
+      if (token) sessionStorage.removeItem(TOKEN_KEY);
+      signIn(token ? "The token was not accepted." : "");
+    }
     throw new HttpError(401, body);
   }
   if (!res.ok) throw new HttpError(res.status, body);
@@ -102,6 +107,12 @@ function errorBanner(err) {
 // ---- sign-in (the /ops bearer token, kept in this tab's session storage) -----------
 
 function signIn(message) {
+  // Already asking, and for the same reason: keep the form and what is typed.
+  const shown = document.getElementById("signin");
+  if (shown) {
+    const err = document.getElementById("signin-error");
+    if ((err ? err.textContent : "") === message) return;
+  }
   stopRefresh();
   pageSerial++;
   document.getElementById("sign-out").hidden = true;
