@@ -28,7 +28,8 @@ SqsOptions LocalOptions() {
 
 // fauxqs keeps every queue in one namespace: the first open of a test's dir
 // deletes what earlier tests left (a re-open, also from a forked child, sees
-// the same queues).
+// the same queues). So this suite runs on a fauxqs of its own, never the
+// CTest run's shared one (OUTBOX_PRIVATE_EMULATORS, tests/CMakeLists.txt).
 absl::StatusOr<std::unique_ptr<Queue>> OpenSqs(const std::string& dir, Clock*) {
   static std::set<std::string> opened;
   auto q = OpenSqsQueue(LocalOptions());
@@ -36,6 +37,12 @@ absl::StatusOr<std::unique_ptr<Queue>> OpenSqs(const std::string& dir, Clock*) {
   // The exec'ed child of the cross-process test shares its parent's queues.
   const bool child = std::getenv("OUTBOX_QUEUE_CHILD_DIR") != nullptr;
   if (opened.insert(dir).second && !child) {
+    const std::string shared = testing_support::SharedEmulatorEndpoint("OUTBOX_SQS_ENDPOINT");
+    if (!shared.empty() && shared == testing_support::SqsLocal::Endpoint()) {
+      return absl::FailedPreconditionError(
+          "the SQS conformance suite deletes every queue of its fauxqs: it must not run on the "
+          "shared one (set OUTBOX_PRIVATE_EMULATORS=1)");
+    }
     auto names = (*q)->ListQueues("");
     if (!names.ok()) return names.status();
     for (const auto& n : *names) {

@@ -28,7 +28,12 @@ struct EmulatorProcess {
 // Under CTest, OUTBOX_EMULATORS_FILE names the file of the run's shared
 // emulators (scripts/test-emulators, the `emulators` fixture): a line
 // `<endpoint_env>=<endpoint>` there counts as `endpoint_env` set.
+// OUTBOX_PRIVATE_EMULATORS=1: this run starts its own emulators, never the
+// run's shared ones (a suite that needs the whole namespace: the SQS queue
+// conformance suite lists and deletes every queue of its fauxqs).
 inline std::string SharedEmulatorEndpoint(const char* endpoint_env) {
+  if (const char* p = std::getenv("OUTBOX_PRIVATE_EMULATORS"); p && std::string(p) == "1")
+    return "";
   const char* f = std::getenv("OUTBOX_EMULATORS_FILE");
   if (f == nullptr || *f == '\0') return "";
   std::ifstream in(f);
