@@ -230,7 +230,7 @@ struct PollRelayOptions {
   std::string aggregate = "outbox";  // = EngineOptions::outbox_aggregate
   int shards = 8;                    // = EngineOptions::outbox_shards (1..256)
   std::string queue = "outbox-events.fifo";
-  int batch = 100;                                 // due rows read per shard per step (1..1000)
+  int batch = 500;                                 // due rows read per shard per step (1..1000)
   int threads = 4;                                 // tenants handled in parallel per step (1..64)
   int max_attempts = 10;                           // failed sends before DEAD (1..100)
   absl::Duration backoff_base = absl::Seconds(1);  // retry n waits base * 2^(n-1) ...

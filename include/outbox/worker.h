@@ -92,7 +92,7 @@ struct WorkerOptions {
   // After a retryable failure, shorten/extend the message's visibility to an
   // exponential backoff (1 s · 2^(receive_count-1), at most 15 min) instead of
   // waiting for the full visibility timeout.
-  bool backoff_with_visibility = false;
+  bool backoff_with_visibility = true;
   // Heartbeat (docs/WORKER.md "Heartbeat"): how often Start's heartbeat thread extends, to the
   // queue's visibility timeout, the visibility of every message the worker still holds
   // (received and neither deleted nor left), so a long batch keeps its groups while the

@@ -165,7 +165,6 @@ WorkerOptions DemoWorkerOptions(const std::string& owner) {
   o.receivers = 2;
   o.wait = absl::Milliseconds(200);
   o.max_receive_count = 10;
-  o.backoff_with_visibility = true;
   o.owner = owner;
   return o;
 }
@@ -183,10 +182,7 @@ absl::Status OpenStack(const DemoFlags& f, const config::DaemonConfig& cfg, Obse
                        Stack* st) {
   EmbeddedOptions eo;
   eo.path = f.db;
-  eo.engine.events_table = cfg.events_table;
-  eo.engine.inbox_table = cfg.inbox_table;
-  eo.engine.dead_letters_table = cfg.dead_letters_table;
-  eo.engine.relay_state_table = cfg.relay_state_table;
+  eo.engine = cfg.engine;
   eo.engine.strict_catalog = cfg.strict && cfg.catalog.catalog.size() > 0;
   for (const auto& t : cfg.catalog.catalog.List()) eo.engine.declared_types.insert(t.type);
   // The demo's own FIFO queue: short visibility so the killed worker's
@@ -195,8 +191,8 @@ absl::Status OpenStack(const DemoFlags& f, const config::DaemonConfig& cfg, Obse
   eo.event_queue.visibility_timeout = kVisibility;
   eo.event_queue.max_receive_count = 10;
   eo.event_queue.dlq = kDemoDlq;
-  eo.record_queue = cfg.records_queue;
-  eo.record_tables = cfg.record_tables;
+  eo.record_queue = cfg.records.queue;
+  eo.record_tables = cfg.records.tables;
   auto e = Embedded::Open(std::move(eo));
   if (!e.ok()) return e.status();
   st->e = *std::move(e);
@@ -333,15 +329,16 @@ absl::Status DemoRun::StartPipeline() {
   auto r = st.e->NewRelay(ro);
   if (!r.ok()) return Prefixed(r.status(), "relay");
   relay = *std::move(r);
-  if (!cfg.record_tables.empty()) {
+  if (!cfg.records.tables.empty()) {
     RecordRelayOptions rro;
-    rro.tenant_key_prefix = cfg.tenant_key_prefix;  // tables, queue, state table: the stack's
+    rro.tenant_key_prefix =
+        cfg.records.tenant_key_prefix;  // tables, queue, state table: the stack's
     rro.idle_wait = absl::Milliseconds(50);
     auto rr = st.e->NewRecordRelay(rro);
     if (!rr.ok()) return Prefixed(rr.status(), "records");
     records = *std::move(rr);
     RecordConsumerOptions rco;
-    rco.queue = cfg.records_queue;
+    rco.queue = cfg.records.queue;
     rco.wait = absl::Milliseconds(200);
     auto c = st.e->NewRecordConsumer(rco);
     if (!c.ok()) return Prefixed(c.status(), "records consumer");
@@ -379,10 +376,10 @@ void DemoRun::Shop() {
         const std::string buyer = bounced ? kBounced : fmt::format("buyer@household-{}.example", h);
         RequestContext ctx{tenant, run, "shop"};
         const Value pk =
-            Value::S(fmt::format("{}{}#ORDER#{}", cfg.tenant_key_prefix, tenant, order));
+            Value::S(fmt::format("{}{}#ORDER#{}", cfg.records.tenant_key_prefix, tenant, order));
         TransactWriteItem put;
         put.kind = TransactWriteItem::Kind::kPut;
-        put.table = cfg.record_tables.empty() ? std::string(kEffects) : cfg.record_tables.front();
+        put.table = cfg.records.tables.empty() ? std::string(kEffects) : cfg.records.tables.front();
         put.item = Item{{"pk", pk}, {"sk", Value::S("ORDER")}, {"status", Value::S("PLACED")}};
         put.condition = "attribute_not_exists(pk)";
         Value payload =
@@ -392,12 +389,12 @@ void DemoRun::Shop() {
                       {"has_pet", Value::Bool(pet)},
                       {"buyer", Value::S(buyer)}});
         std::vector<TransactWriteItem> writes;
-        if (!cfg.record_tables.empty()) writes.push_back(put);
+        if (!cfg.records.tables.empty()) writes.push_back(put);
         auto placed = st.engine->Emit(ctx, "com.order_placed", payload, writes);
         absl::StatusOr<Envelope> paid = placed;
         if (placed.ok()) {
           std::vector<TransactWriteItem> pay;
-          if (!cfg.record_tables.empty()) {
+          if (!cfg.records.tables.empty()) {
             TransactWriteItem u;
             u.kind = TransactWriteItem::Kind::kUpdate;
             u.table = put.table;
@@ -444,7 +441,7 @@ absl::Status DemoRun::CollectWork() {
       work[e.id + ":" + s->name] = Work{e, s->name};
       ++expected_per_sub[s->name];
     }
-    if (!cfg.record_tables.empty())
+    if (!cfg.records.tables.empty())
       ++row_changes_expected;  // INSERT with order_placed, MODIFY with payment
   }
   for (const Subscription* s : st.expected.All()) {
@@ -594,7 +591,7 @@ void DemoRun::SendDuplicates() {
   for (const auto& key : first) {
     const Envelope& e = work.at(key).event;
     GetRequest get;
-    get.table = cfg.events_table;
+    get.table = cfg.engine.events_table;
     get.key = Item{{"pk", Value::S(EventPk(e.tenant))}, {"sk", Value::S(SeqSortKey(e.seq))}};
     get.consistent_read = true;
     auto row = st.store->GetItem(get);

@@ -573,13 +573,13 @@ void AddRetention(CLI::App& app) {
     } else {
       auto cfg = config::LoadDaemonConfig(a->config);
       if (!cfg.ok()) return void(ExitCode() = Error(kExitUsage, "config", cfg.status()));
-      if (!cfg->retention()) {
+      if (!cfg->retains()) {
         std::cerr << "error: retention: no window: give --days N or set retention.events_days in "
                   << a->config << "\n";
         return void(ExitCode() = kExitUsage);
       }
-      o.keep = cfg->retention_events;
-      if (o.archive_dir.empty()) o.archive_dir = cfg->archive_dir;
+      o.keep = cfg->retention.keep;
+      if (o.archive_dir.empty()) o.archive_dir = cfg->retention.archive_dir;
     }
     if (auto st = o.Validate(); !st.ok())
       return void(ExitCode() = Error(kExitUsage, "retention", st));

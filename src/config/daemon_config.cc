@@ -100,6 +100,288 @@ bool IsLoopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
+// The nodes the cross-key checks point at (null: the key is absent).
+struct Seen {
+  const toml::node* store_remote = nullptr;  // store.endpoint / store.region
+  const toml::node* queue_remote = nullptr;  // queue.endpoint / queue.region
+  const toml::node* lease = nullptr;         // worker.lease_seconds
+  const toml::node* heartbeat = nullptr;     // worker.heartbeat_seconds
+  const toml::node* listen = nullptr;        // ops.listen
+  const toml::node* tls_cert = nullptr;
+  const toml::node* tls_key = nullptr;
+};
+
+using Keys = std::map<std::string, Parser::KeyFn>;
+
+// A key whose value must be one of `allowed` (quoted in the error).
+Parser::KeyFn OneOf(const Parser& p, std::string* out, std::vector<std::string> allowed) {
+  return [&p, out, allowed = std::move(allowed)](const toml::node& v, const std::string& key) {
+    if (auto s = p.Str(v, key, out); !s.ok()) return s;
+    for (const auto& a : allowed)
+      if (*out == a) return absl::OkStatus();
+    std::string list;
+    for (size_t i = 0; i < allowed.size(); ++i)
+      list += fmt::format("{}\"{}\"",
+                          i == 0                    ? ""
+                          : i + 1 == allowed.size() ? " or "
+                                                    : ", ",
+                          allowed[i]);
+    return p.Error(v, key, fmt::format("must be {}, got \"{}\"", list, *out));
+  };
+}
+Parser::KeyFn StrKey(const Parser& p, std::string* out) {
+  return [&p, out](const toml::node& v, const std::string& key) { return p.Str(v, key, out); };
+}
+// A string key that also records where it was written.
+Parser::KeyFn StrKeyAt(const Parser& p, std::string* out, const toml::node** at) {
+  return [&p, out, at](const toml::node& v, const std::string& key) {
+    *at = &v;
+    return p.Str(v, key, out);
+  };
+}
+template <typename T>
+Parser::KeyFn IntKey(const Parser& p, int64_t lo, int64_t hi, T* out) {
+  return [&p, lo, hi, out](const toml::node& v, const std::string& key) {
+    return p.Int(v, key, lo, hi, out);
+  };
+}
+Parser::KeyFn SecsKey(const Parser& p, double lo, double hi, absl::Duration* out,
+                      const toml::node** at = nullptr) {
+  return [&p, lo, hi, out, at](const toml::node& v, const std::string& key) {
+    if (at != nullptr) *at = &v;
+    return p.Secs(v, key, lo, hi, out);
+  };
+}
+Parser::KeyFn BoolKey(const Parser& p, bool* out) {
+  return [&p, out](const toml::node& v, const std::string& key) { return p.Bool(v, key, out); };
+}
+Parser::KeyFn TableName(const Parser& p, std::string* out) {
+  return [&p, out](const toml::node& v, const std::string& key) {
+    if (auto s = p.Str(v, key, out); !s.ok()) return s;
+    if (out->size() < 3 || out->size() > 255)
+      return p.Error(v, key, "a table name must be 3 to 255 characters");
+    return absl::OkStatus();
+  };
+}
+// An array of non-empty strings, appended to *out.
+Parser::KeyFn StrArray(const Parser& p, std::vector<std::string>* out, const char* what) {
+  return [&p, out, what](const toml::node& v, const std::string& key) -> absl::Status {
+    const toml::array* a = v.as_array();
+    if (a == nullptr)
+      return p.Error(v, key,
+                     fmt::format("must be an array of {}, got {}", what, toml_util::TypeName(v)));
+    for (size_t i = 0; i < a->size(); ++i) {
+      std::string e;
+      if (auto s = p.Str((*a)[i], fmt::format("{}[{}]", key, i), &e); !s.ok()) return s;
+      out->push_back(std::move(e));
+    }
+    return absl::OkStatus();
+  };
+}
+
+absl::Status ParseStore(const toml::table& root, const Parser& p, DaemonConfig* c, Seen* seen) {
+  return p.Table(root, "store",
+                 Keys{{"backend", OneOf(p, &c->store_backend, {"embedded", "dynamodb"})},
+                      {"path", StrKey(p, &c->store_path)},
+                      {"endpoint", StrKeyAt(p, &c->dynamodb_endpoint, &seen->store_remote)},
+                      {"region", StrKeyAt(p, &c->dynamodb_region, &seen->store_remote)},
+                      {"events_table", TableName(p, &c->engine.events_table)},
+                      {"inbox_table", TableName(p, &c->engine.inbox_table)},
+                      {"dead_letters_table", TableName(p, &c->engine.dead_letters_table)},
+                      {"relay_state_table", TableName(p, &c->engine.relay_state_table)}});
+}
+
+absl::Status ParseQueue(const toml::table& root, const Parser& p, DaemonConfig* c, Seen* seen) {
+  return p.Table(
+      root, "queue",
+      Keys{{"backend", OneOf(p, &c->queue_backend, {"embedded", "sqs"})},
+           {"endpoint", StrKeyAt(p, &c->sqs_endpoint, &seen->queue_remote)},
+           {"region", StrKeyAt(p, &c->sqs_region, &seen->queue_remote)},
+           {"name",
+            [&p, c](const toml::node& v, const std::string& key) {
+              if (auto s = p.Str(v, key, &c->queue); !s.ok()) return s;
+              if (c->queue.size() < 6 || c->queue.substr(c->queue.size() - 5) != ".fifo") {
+                return p.Error(
+                    v, key,
+                    fmt::format("must be a FIFO queue name ending in .fifo, got \"{}\"", c->queue));
+              }
+              return absl::OkStatus();
+            }},
+           {"visibility_timeout_seconds", SecsKey(p, 1, 43200, &c->event_queue.visibility_timeout)},
+           {"max_receive_count", IntKey(p, 1, 1000, &c->event_queue.max_receive_count)}});
+}
+
+absl::Status ParseRelay(const toml::table& root, const Parser& p, DaemonConfig* c) {
+  return p.Table(root, "relay",
+                 Keys{{"mode", OneOf(p, &c->relay_mode, {"feed", "poll"})},
+                      {"name", StrKey(p, &c->relay.stream.name)},
+                      {"lease_seconds", SecsKey(p, 1, 3600, &c->relay.stream.lease_duration)},
+                      {"batch", [&p, c](const toml::node& v, const std::string& key) {
+                         int batch = 0;
+                         if (auto s = p.Int(v, key, 1, 1000, &batch); !s.ok()) return s;
+                         c->relay.feed.batch = c->relay.stream.batch = c->relay.poll.batch = batch;
+                         return absl::OkStatus();
+                       }}});
+}
+
+absl::Status ParseWorker(const toml::table& root, const Parser& p, DaemonConfig* c, Seen* seen) {
+  return p.Table(
+      root, "worker",
+      Keys{{"threads", IntKey(p, 1, 64, &c->worker.threads)},
+           {"batch", IntKey(p, 1, 10, &c->worker.batch)},
+           {"backoff_with_visibility", BoolKey(p, &c->worker.backoff_with_visibility)},
+           {"heartbeat_seconds", SecsKey(p, 0, 43200, &c->worker.heartbeat, &seen->heartbeat)},
+           {"max_attempts", IntKey(p, 1, 1000000, &c->subscription.max_attempts)},
+           {"lease_seconds", SecsKey(p, 0.01, 43200, &c->subscription.lease, &seen->lease)},
+           {"handler_timeout_seconds", SecsKey(p, 0.01, 43200, &c->subscription.handler_timeout)},
+           {"queues", StrArray(p, &c->worker_queues, "queue names")}});
+}
+
+absl::Status ParseListen(const Parser& p, const toml::node& v, const std::string& key,
+                         DaemonConfig* c) {
+  std::string l;
+  if (auto s = p.Str(v, key, &l); !s.ok()) return s;
+  auto colon = l.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return p.Error(v, key, fmt::format("must be HOST:PORT, got \"{}\"", l));
+  }
+  c->listen_host = l.substr(0, colon);
+  if (c->listen_host.size() > 2 && c->listen_host.front() == '[') {
+    c->listen_host = c->listen_host.substr(1, c->listen_host.size() - 2);
+  }
+  char* end = nullptr;
+  long port = std::strtol(l.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || end == l.c_str() + colon + 1 || port < 0 || port > 65535) {
+    return p.Error(v, key, fmt::format("port must be 0..65535, got \"{}\"", l.substr(colon + 1)));
+  }
+  c->listen_port = static_cast<int>(port);
+  return absl::OkStatus();
+}
+
+absl::Status ParseOps(const toml::table& root, const Parser& p, DaemonConfig* c, Seen* seen) {
+  return p.Table(root, "ops",
+                 Keys{{"listen",
+                       [&p, c, seen](const toml::node& v, const std::string& key) {
+                         seen->listen = &v;
+                         return ParseListen(p, v, key, c);
+                       }},
+                      {"token", StrKey(p, &c->token)},
+                      {"token_env",
+                       [&p, c](const toml::node& v, const std::string& key) {
+                         std::string name;
+                         if (auto s = p.Str(v, key, &name); !s.ok()) return s;
+                         const char* env = std::getenv(name.c_str());
+                         if (env == nullptr || *env == '\0') {
+                           return p.Error(v, key,
+                                          fmt::format("environment variable {} is not set", name));
+                         }
+                         c->token = env;
+                         return absl::OkStatus();
+                       }},
+                      {"threads", IntKey(p, 1, 256, &c->http_threads)},
+                      {"max_body_bytes", IntKey(p, 1024, 16 << 20, &c->max_body_bytes)},
+                      {"read_timeout_seconds", SecsKey(p, 0.1, 300, &c->read_timeout)},
+                      {"write_timeout_seconds", SecsKey(p, 0.1, 300, &c->write_timeout)},
+                      {"keep_alive_timeout_seconds", SecsKey(p, 0.1, 300, &c->keep_alive_timeout)},
+                      {"max_list_limit", IntKey(p, 1, 100000, &c->max_list_limit)},
+                      {"max_batch_events", IntKey(p, 1, 1000, &c->max_batch_events)},
+                      {"tls_cert", StrKeyAt(p, &c->tls_cert, &seen->tls_cert)},
+                      {"tls_key", StrKeyAt(p, &c->tls_key, &seen->tls_key)},
+                      {"console", BoolKey(p, &c->console)}});
+}
+
+absl::Status ParseRecords(const toml::table& root, const Parser& p, DaemonConfig* c) {
+  return p.Table(root, "records",
+                 Keys{{"tables", StrArray(p, &c->records.tables, "table names")},
+                      {"tenant_key_prefix", StrKey(p, &c->records.tenant_key_prefix)},
+                      {"queue", StrKey(p, &c->records.queue)}});
+}
+
+absl::Status ParseRetention(const toml::table& root, const Parser& p, DaemonConfig* c) {
+  return p.Table(root, "retention",
+                 Keys{{"events_days",
+                       [&p, c](const toml::node& v, const std::string& key) {
+                         int64_t days = 0;
+                         if (auto s = p.Int(v, key, 1, 36500, &days); !s.ok()) return s;
+                         c->retention.keep = absl::Hours(24 * days);
+                         return absl::OkStatus();
+                       }},
+                      {"archive_dir", StrKey(p, &c->retention.archive_dir)},
+                      {"interval_minutes",
+                       [&p, c](const toml::node& v, const std::string& key) {
+                         int64_t m = 0;
+                         if (auto s = p.Int(v, key, 1, 1440, &m); !s.ok()) return s;
+                         c->retention_interval = absl::Minutes(m);
+                         return absl::OkStatus();
+                       }},
+                      {"max_events_per_run", IntKey(p, 1, 10000000, &c->retention.max_events)}});
+}
+
+absl::Status ParseCatalog(const toml::table& root, const Parser& p, DaemonConfig* c) {
+  return p.Table(root, "catalog", Keys{{"strict", BoolKey(p, &c->strict)}});
+}
+
+// The rules between keys of different tables.
+absl::Status CheckAcrossTables(const toml::table& root, const Parser& p, const DaemonConfig* c,
+                               const Seen& seen) {
+  if (!c->retention.archive_dir.empty() && !c->retains()) {
+    return p.Error(*root.get("retention"), "retention.archive_dir",
+                   "an archive is written when retention removes events: it needs "
+                   "retention.events_days");
+  }
+  if (seen.store_remote != nullptr && c->store_backend != "dynamodb") {
+    return p.Error(*seen.store_remote, "store.endpoint",
+                   "store.endpoint and store.region need store.backend = \"dynamodb\"");
+  }
+  if (seen.queue_remote != nullptr && c->queue_backend != "sqs") {
+    return p.Error(*seen.queue_remote, "queue.endpoint",
+                   "queue.endpoint and queue.region need queue.backend = \"sqs\"");
+  }
+  if (!c->records.tables.empty() && !c->embedded()) {
+    return p.Error(
+        *root.get("records"), "records.tables",
+        fmt::format("the record-change relay reads the SQLite change feed into the SQLite queue: "
+                    "it needs store.backend = \"embedded\" and queue.backend = \"embedded\" "
+                    "(got \"{}\" and \"{}\")",
+                    c->store_backend, c->queue_backend));
+  }
+  const absl::Duration visibility = c->event_queue.visibility_timeout;
+  if (c->subscription.lease >= visibility) {
+    return p.Error(
+        seen.lease ? *seen.lease : static_cast<const toml::node&>(root), "worker.lease_seconds",
+        fmt::format("must be shorter than queue.visibility_timeout_seconds ({}), got {}",
+                    absl::FormatDuration(visibility), absl::FormatDuration(c->subscription.lease)));
+  }
+  if (seen.heartbeat != nullptr && c->worker.heartbeat >= visibility) {
+    return p.Error(
+        *seen.heartbeat, "worker.heartbeat_seconds",
+        fmt::format("must be shorter than queue.visibility_timeout_seconds ({}) "
+                    "(0 = a third of it), got {}",
+                    absl::FormatDuration(visibility), absl::FormatDuration(c->worker.heartbeat)));
+  }
+  if ((seen.tls_cert == nullptr) != (seen.tls_key == nullptr)) {
+    return p.Error(seen.tls_cert ? *seen.tls_cert : *seen.tls_key,
+                   seen.tls_cert ? "ops.tls_key" : "ops.tls_cert",
+                   "required with the other (TLS needs the certificate chain and its private key, "
+                   "both PEM files)");
+  }
+  for (auto [node, key, path] : {std::tuple{seen.tls_cert, "ops.tls_cert", &c->tls_cert},
+                                 std::tuple{seen.tls_key, "ops.tls_key", &c->tls_key}}) {
+    if (node != nullptr && access(path->c_str(), R_OK) != 0)
+      return p.Error(*node, key,
+                     fmt::format("cannot read \"{}\": {}", *path, std::strerror(errno)));
+  }
+  if (!c->loopback() && c->token.empty()) {
+    return p.Error(
+        seen.listen ? *seen.listen : static_cast<const toml::node&>(root), "ops.listen",
+        fmt::format(
+            "refusing to listen on non-loopback address {} without ops.token (or ops.token_env)",
+            c->listen_host));
+  }
+  return absl::OkStatus();
+}
+
+// One parser per table, then the rules between tables.
 absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
   static const std::set<std::string> kTop = {"store",   "queue",       "queues",       "relay",
                                              "worker",  "ops",         "records",      "retention",
@@ -112,353 +394,16 @@ absl::Status Parse(const toml::table& root, const Parser& p, DaemonConfig* c) {
           "[records], [retention], [catalog], [[event_types]], [[subscriptions]]");
     }
   }
-  const toml::node* store_remote_node = nullptr;  // store.endpoint / store.region
-  const toml::node* queue_remote_node = nullptr;  // queue.endpoint / queue.region
-  auto table_name = [&](std::string* out) {
-    return [&p, out](const toml::node& v, const std::string& key) {
-      if (auto s = p.Str(v, key, out); !s.ok()) return s;
-      if (out->size() < 3 || out->size() > 255)
-        return p.Error(v, key, "a table name must be 3 to 255 characters");
-      return absl::OkStatus();
-    };
-  };
-  if (auto s = p.Table(
-          root, "store",
-          {{"backend",
-            [&](const toml::node& v, const std::string& key) {
-              if (auto s = p.Str(v, key, &c->store_backend); !s.ok()) return s;
-              if (c->store_backend != "embedded" && c->store_backend != "dynamodb") {
-                return p.Error(v, key,
-                               fmt::format("must be \"embedded\" or \"dynamodb\", got \"{}\"",
-                                           c->store_backend));
-              }
-              return absl::OkStatus();
-            }},
-           {"path", [&](const toml::node& v,
-                        const std::string& key) { return p.Str(v, key, &c->store_path); }},
-           {"endpoint",
-            [&](const toml::node& v, const std::string& key) {
-              store_remote_node = &v;
-              return p.Str(v, key, &c->dynamodb_endpoint);
-            }},
-           {"region",
-            [&](const toml::node& v, const std::string& key) {
-              store_remote_node = &v;
-              return p.Str(v, key, &c->dynamodb_region);
-            }},
-           {"events_table", table_name(&c->events_table)},
-           {"inbox_table", table_name(&c->inbox_table)},
-           {"dead_letters_table", table_name(&c->dead_letters_table)},
-           {"relay_state_table", table_name(&c->relay_state_table)}});
-      !s.ok()) {
-    return s;
+  Seen seen;
+  for (const auto& step : std::initializer_list<std::function<absl::Status()>>{
+           [&] { return ParseStore(root, p, c, &seen); },
+           [&] { return ParseQueue(root, p, c, &seen); }, [&] { return ParseRelay(root, p, c); },
+           [&] { return ParseWorker(root, p, c, &seen); },
+           [&] { return ParseOps(root, p, c, &seen); }, [&] { return ParseRecords(root, p, c); },
+           [&] { return ParseRetention(root, p, c); }, [&] { return ParseCatalog(root, p, c); }}) {
+    if (auto s = step(); !s.ok()) return s;
   }
-  if (auto s = p.Table(
-          root, "queue",
-          {{"backend",
-            [&](const toml::node& v, const std::string& key) {
-              if (auto s = p.Str(v, key, &c->queue_backend); !s.ok()) return s;
-              if (c->queue_backend != "embedded" && c->queue_backend != "sqs") {
-                return p.Error(
-                    v, key,
-                    fmt::format("must be \"embedded\" or \"sqs\", got \"{}\"", c->queue_backend));
-              }
-              return absl::OkStatus();
-            }},
-           {"endpoint",
-            [&](const toml::node& v, const std::string& key) {
-              queue_remote_node = &v;
-              return p.Str(v, key, &c->sqs_endpoint);
-            }},
-           {"region",
-            [&](const toml::node& v, const std::string& key) {
-              queue_remote_node = &v;
-              return p.Str(v, key, &c->sqs_region);
-            }},
-           {"name",
-            [&](const toml::node& v, const std::string& key) {
-              if (auto s = p.Str(v, key, &c->queue); !s.ok()) return s;
-              if (c->queue.size() < 6 || c->queue.substr(c->queue.size() - 5) != ".fifo") {
-                return p.Error(
-                    v, key,
-                    fmt::format("must be a FIFO queue name ending in .fifo, got \"{}\"", c->queue));
-              }
-              return absl::OkStatus();
-            }},
-           {"visibility_timeout_seconds",
-            [&](const toml::node& v, const std::string& key) {
-              return p.Secs(v, key, 1, 43200, &c->visibility_timeout);
-            }},
-           {"max_receive_count",
-            [&](const toml::node& v, const std::string& key) {
-              return p.Int(v, key, 1, 1000, &c->max_receive_count);
-            }}});
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = p.Table(
-          root, "relay",
-          {{"mode",
-            [&](const toml::node& v, const std::string& key) {
-              if (auto s = p.Str(v, key, &c->relay_mode); !s.ok()) return s;
-              if (c->relay_mode != "feed" && c->relay_mode != "poll") {
-                return p.Error(
-                    v, key, fmt::format("must be \"feed\" or \"poll\", got \"{}\"", c->relay_mode));
-              }
-              return absl::OkStatus();
-            }},
-           {"name", [&](const toml::node& v,
-                        const std::string& key) { return p.Str(v, key, &c->relay_name); }},
-           {"lease_seconds",
-            [&](const toml::node& v, const std::string& key) {
-              return p.Secs(v, key, 1, 3600, &c->relay_lease);
-            }},
-           {"batch",
-            [&](const toml::node& v, const std::string& key) {
-              return p.Int(v, key, 1, 1000, &c->relay_batch);
-            }}});
-      !s.ok()) {
-    return s;
-  }
-  const toml::node* lease_node = nullptr;
-  const toml::node* heartbeat_node = nullptr;
-  if (auto s = p.Table(root, "worker",
-                       {{"threads",
-                         [&](const toml::node& v, const std::string& key) {
-                           return p.Int(v, key, 1, 64, &c->worker_threads);
-                         }},
-                        {"batch",
-                         [&](const toml::node& v, const std::string& key) {
-                           return p.Int(v, key, 1, 10, &c->worker_batch);
-                         }},
-                        {"backoff_with_visibility",
-                         [&](const toml::node& v, const std::string& key) {
-                           return p.Bool(v, key, &c->backoff_with_visibility);
-                         }},
-                        {"heartbeat_seconds",
-                         [&](const toml::node& v, const std::string& key) {
-                           heartbeat_node = &v;
-                           return p.Secs(v, key, 0, 43200, &c->heartbeat);
-                         }},
-                        {"max_attempts",
-                         [&](const toml::node& v, const std::string& key) {
-                           return p.Int(v, key, 1, 1000000, &c->max_attempts);
-                         }},
-                        {"lease_seconds",
-                         [&](const toml::node& v, const std::string& key) {
-                           lease_node = &v;
-                           return p.Secs(v, key, 0.01, 43200, &c->lease);
-                         }},
-                        {"handler_timeout_seconds",
-                         [&](const toml::node& v, const std::string& key) {
-                           return p.Secs(v, key, 0.01, 43200, &c->handler_timeout);
-                         }},
-                        {"queues",
-                         [&](const toml::node& v, const std::string& key) -> absl::Status {
-                           const toml::array* a = v.as_array();
-                           if (a == nullptr)
-                             return p.Error(v, key, "must be an array of queue names");
-                           for (const toml::node& e : *a) {
-                             std::string name;
-                             if (auto s = p.Str(e, key, &name); !s.ok()) return s;
-                             c->worker_queues.push_back(std::move(name));
-                           }
-                           return absl::OkStatus();
-                         }}});
-      !s.ok()) {
-    return s;
-  }
-  const toml::node* listen_node = nullptr;
-  const toml::node *tls_cert_node = nullptr, *tls_key_node = nullptr;
-  if (auto s = p.Table(
-          root, "ops",
-          {{"listen",
-            [&](const toml::node& v, const std::string& key) {
-              listen_node = &v;
-              std::string l;
-              if (auto s = p.Str(v, key, &l); !s.ok()) return s;
-              auto colon = l.rfind(':');
-              if (colon == std::string::npos || colon == 0) {
-                return p.Error(v, key, fmt::format("must be HOST:PORT, got \"{}\"", l));
-              }
-              c->listen_host = l.substr(0, colon);
-              if (c->listen_host.size() > 2 && c->listen_host.front() == '[') {
-                c->listen_host = c->listen_host.substr(1, c->listen_host.size() - 2);
-              }
-              char* end = nullptr;
-              long port = std::strtol(l.c_str() + colon + 1, &end, 10);
-              if (*end != '\0' || end == l.c_str() + colon + 1 || port < 0 || port > 65535) {
-                return p.Error(
-                    v, key, fmt::format("port must be 0..65535, got \"{}\"", l.substr(colon + 1)));
-              }
-              c->listen_port = static_cast<int>(port);
-              return absl::OkStatus();
-            }},
-           {"token",
-            [&](const toml::node& v, const std::string& key) { return p.Str(v, key, &c->token); }},
-           {"token_env",
-            [&](const toml::node& v, const std::string& key) {
-              std::string name;
-              if (auto s = p.Str(v, key, &name); !s.ok()) return s;
-              const char* env = std::getenv(name.c_str());
-              if (env == nullptr || *env == '\0') {
-                return p.Error(v, key, fmt::format("environment variable {} is not set", name));
-              }
-              c->token = env;
-              return absl::OkStatus();
-            }},
-           {"threads",
-            [&](const toml::node& v, const std::string& key) {
-              return p.Int(v, key, 1, 256, &c->http_threads);
-            }},
-           {"max_body_bytes",
-            [&](const toml::node& v, const std::string& key) {
-              return p.Int(v, key, 1024, 16 << 20, &c->max_body_bytes);
-            }},
-           {"read_timeout_seconds",
-            [&](const toml::node& v, const std::string& key) {
-              return p.Secs(v, key, 0.1, 300, &c->read_timeout);
-            }},
-           {"write_timeout_seconds",
-            [&](const toml::node& v,
-                const std::string& key) { return p.Secs(v, key, 0.1, 300, &c->write_timeout); }},
-           {"keep_alive_timeout_seconds",
-            [&](const toml::node& v,
-                const std::string&
-                    key) { return p.Secs(v, key, 0.1, 300, &c->keep_alive_timeout); }},
-           {"max_list_limit",
-            [&](const toml::node& v,
-                const std::string& key) { return p.Int(v, key, 1, 100000, &c->max_list_limit); }},
-           {"max_batch_events",
-            [&](const toml::node& v,
-                const std::string& key) { return p.Int(v, key, 1, 1000, &c->max_batch_events); }},
-           {"tls_cert", [&](const toml::node& v, const std::string& key) {
-              tls_cert_node = &v;
-              return p.Str(v, key, &c->tls_cert);
-            }},
-           {"tls_key", [&](const toml::node& v, const std::string& key) {
-              tls_key_node = &v;
-              return p.Str(v, key, &c->tls_key);
-            }},
-           {"console", [&](const toml::node& v,
-                           const std::string& key) { return p.Bool(v, key, &c->console); }}});
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = p.Table(
-          root, "records",
-          {{"tables",
-            [&](const toml::node& v, const std::string& key) {
-              const toml::array* a = v.as_array();
-              if (a == nullptr) {
-                return p.Error(
-                    v, key,
-                    fmt::format("must be an array of table names, got {}", toml_util::TypeName(v)));
-              }
-              for (size_t i = 0; i < a->size(); ++i) {
-                std::string t;
-                if (auto s = p.Str((*a)[i], fmt::format("{}[{}]", key, i), &t); !s.ok()) return s;
-                c->record_tables.push_back(t);
-              }
-              return absl::OkStatus();
-            }},
-           {"tenant_key_prefix",
-            [&](const toml::node& v, const std::string& key) {
-              return p.Str(v, key, &c->tenant_key_prefix);
-            }},
-           {"queue", [&](const toml::node& v,
-                         const std::string& key) { return p.Str(v, key, &c->records_queue); }}});
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = p.Table(
-          root, "retention",
-          {{"events_days",
-            [&](const toml::node& v, const std::string& key) {
-              int64_t days = 0;
-              if (auto s = p.Int(v, key, 1, 36500, &days); !s.ok()) return s;
-              c->retention_events = absl::Hours(24 * days);
-              return absl::OkStatus();
-            }},
-           {"archive_dir", [&](const toml::node& v,
-                               const std::string& key) { return p.Str(v, key, &c->archive_dir); }},
-           {"interval_minutes",
-            [&](const toml::node& v, const std::string& key) {
-              int64_t m = 0;
-              if (auto s = p.Int(v, key, 1, 1440, &m); !s.ok()) return s;
-              c->retention_interval = absl::Minutes(m);
-              return absl::OkStatus();
-            }},
-           {"max_events_per_run",
-            [&](const toml::node& v, const std::string& key) {
-              return p.Int(v, key, 1, 10000000, &c->retention_max_events);
-            }}});
-      !s.ok()) {
-    return s;
-  }
-  if (auto s =
-          p.Table(root, "catalog",
-                  {{"strict", [&](const toml::node& v,
-                                  const std::string& key) { return p.Bool(v, key, &c->strict); }}});
-      !s.ok()) {
-    return s;
-  }
-
-  // Cross-key checks.
-  if (!c->archive_dir.empty() && !c->retention()) {
-    return p.Error(*root.get("retention"), "retention.archive_dir",
-                   "an archive is written when retention removes events: it needs "
-                   "retention.events_days");
-  }
-  if (store_remote_node != nullptr && c->store_backend != "dynamodb") {
-    return p.Error(*store_remote_node, "store.endpoint",
-                   "store.endpoint and store.region need store.backend = \"dynamodb\"");
-  }
-  if (queue_remote_node != nullptr && c->queue_backend != "sqs") {
-    return p.Error(*queue_remote_node, "queue.endpoint",
-                   "queue.endpoint and queue.region need queue.backend = \"sqs\"");
-  }
-  if (!c->record_tables.empty() && !c->embedded()) {
-    return p.Error(
-        *root.get("records"), "records.tables",
-        fmt::format("the record-change relay reads the SQLite change feed into the SQLite queue: "
-                    "it needs store.backend = \"embedded\" and queue.backend = \"embedded\" "
-                    "(got \"{}\" and \"{}\")",
-                    c->store_backend, c->queue_backend));
-  }
-  if (c->lease >= c->visibility_timeout) {
-    return p.Error(
-        lease_node ? *lease_node : static_cast<const toml::node&>(root), "worker.lease_seconds",
-        fmt::format("must be shorter than queue.visibility_timeout_seconds ({}), got {}",
-                    absl::FormatDuration(c->visibility_timeout), absl::FormatDuration(c->lease)));
-  }
-  if (heartbeat_node != nullptr && c->heartbeat >= c->visibility_timeout) {
-    return p.Error(*heartbeat_node, "worker.heartbeat_seconds",
-                   fmt::format("must be shorter than queue.visibility_timeout_seconds ({}) "
-                               "(0 = a third of it), got {}",
-                               absl::FormatDuration(c->visibility_timeout),
-                               absl::FormatDuration(c->heartbeat)));
-  }
-  if ((tls_cert_node == nullptr) != (tls_key_node == nullptr)) {
-    return p.Error(tls_cert_node ? *tls_cert_node : *tls_key_node,
-                   tls_cert_node ? "ops.tls_key" : "ops.tls_cert",
-                   "required with the other (TLS needs the certificate chain and its private key, "
-                   "both PEM files)");
-  }
-  for (auto [node, key, path] : {std::tuple{tls_cert_node, "ops.tls_cert", &c->tls_cert},
-                                 std::tuple{tls_key_node, "ops.tls_key", &c->tls_key}}) {
-    if (node != nullptr && access(path->c_str(), R_OK) != 0)
-      return p.Error(*node, key,
-                     fmt::format("cannot read \"{}\": {}", *path, std::strerror(errno)));
-  }
-  if (!c->loopback() && c->token.empty()) {
-    return p.Error(
-        listen_node ? *listen_node : static_cast<const toml::node&>(root), "ops.listen",
-        fmt::format(
-            "refusing to listen on non-loopback address {} without ops.token (or ops.token_env)",
-            c->listen_host));
-  }
-  return absl::OkStatus();
+  return CheckAcrossTables(root, p, c, seen);
 }
 
 // Applies [worker] defaults to subscriptions that do not set their own and
@@ -470,9 +415,10 @@ absl::Status BindSubscriptions(const toml::table& root, const Parser& p, DaemonC
     Subscription& sub = c->catalog.subscriptions[i];
     const toml::table* t = subs && i < subs->size() ? (*subs)[i].as_table() : nullptr;
     if (t == nullptr) continue;
-    if (!t->contains("max_attempts")) sub.options.max_attempts = c->max_attempts;
-    if (!t->contains("lease_seconds")) sub.options.lease = c->lease;
-    if (!t->contains("handler_timeout_seconds")) sub.options.handler_timeout = c->handler_timeout;
+    if (!t->contains("max_attempts")) sub.options.max_attempts = c->subscription.max_attempts;
+    if (!t->contains("lease_seconds")) sub.options.lease = c->subscription.lease;
+    if (!t->contains("handler_timeout_seconds"))
+      sub.options.handler_timeout = c->subscription.handler_timeout;
     const std::string where = fmt::format("subscriptions[{}]", i);
     const SubscriptionDelivery& d = c->catalog.deliveries[i];
     if (sub.lane == Lane::kDurable) {
@@ -483,7 +429,7 @@ absl::Status BindSubscriptions(const toml::table& root, const Parser& p, DaemonC
                                    absl::FormatDuration(sub.options.handler_timeout)));
       }
       // The visibility timeout of the subscription's own queue ([[queues]], or [queue]).
-      absl::Duration visibility = c->visibility_timeout;
+      absl::Duration visibility = c->event_queue.visibility_timeout;
       std::string visibility_key = "queue.visibility_timeout_seconds";
       for (const ConsumerQueue& q : c->catalog.queues) {
         if (!sub.queue.empty() && q.name == sub.queue) {
@@ -516,6 +462,20 @@ absl::Status BindSubscriptions(const toml::table& root, const Parser& p, DaemonC
 }  // namespace
 
 bool DaemonConfig::loopback() const { return IsLoopback(listen_host); }
+
+DaemonConfig::DaemonConfig() {
+  // Each change of a library default is listed in DaemonOverrides() with its reason.
+  retention.max_events = 10000;
+}
+
+const std::vector<DaemonOverride>& DaemonOverrides() {
+  static const std::vector<DaemonOverride> kOverrides = {
+      {"retention.max_events_per_run",
+       "the library removes without a limit when asked once (outbox retention); the daemon's "
+       "loop bounds each run to 10000 events per tenant so one run never holds the store long"},
+  };
+  return kOverrides;
+}
 
 DaemonConfig DefaultConfig() { return DaemonConfig{}; }
 

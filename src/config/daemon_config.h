@@ -18,10 +18,26 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "outbox/catalog.h"
+#include "outbox/engine.h"
+#include "outbox/ops.h"
+#include "outbox/pipeline.h"
+#include "outbox/queue.h"
+#include "outbox/relay.h"
+#include "outbox/subscription.h"
+#include "outbox/worker.h"
 
 namespace outbox::config {
 
+// Every key whose value reaches a library object is held in that object's
+// option struct, so its default is the library's, declared once (in
+// include/outbox/); the daemon changes a library default only in
+// DaemonConfig's constructor, each with its reason (docs/SERVER.md lists every
+// key and its default; tests/unit/config_daemon_test.cc checks both). Keys that
+// only the daemon reads (backends, [ops], the retention loop's interval) are
+// plain members.
 struct DaemonConfig {
+  DaemonConfig();
+
   std::string source = "(defaults)";  // the file, for messages
 
   // [store]
@@ -29,37 +45,32 @@ struct DaemonConfig {
   std::string store_path = "./outbox-data/outbox.db";
   std::string dynamodb_endpoint;  // dynamodb backend only
   std::string dynamodb_region;
-  std::string events_table = "outbox_events";
-  std::string inbox_table = "outbox_inbox";
-  std::string dead_letters_table = "outbox_dead_letters";
-  std::string relay_state_table = "outbox_relay_state";
+  // store.*_table (events_table, inbox_table, dead_letters_table, relay_state_table);
+  // strict_catalog and declared_types come from [catalog] and [[event_types]].
+  EngineOptions engine;
 
   // [queue]
   std::string queue_backend = "embedded";  // embedded (in store.path) | sqs
   std::string sqs_endpoint;                // sqs backend only (default: AWS_ENDPOINT_URL_SQS, ...)
   std::string sqs_region;                  // sqs backend only (default: AWS_REGION, ...)
-  std::string queue = "outbox-events.fifo";
-  absl::Duration visibility_timeout = absl::Seconds(10);
-  int max_receive_count = 5;
+  std::string queue = PipelineOptions{}.queue_name;  // queue.name
+  EventQueueOptions event_queue;  // queue.visibility_timeout_seconds, queue.max_receive_count
 
   // [relay]
-  std::string relay_mode = "feed";  // feed (change feed / DynamoDB Streams) | poll (outbox rows)
-  int relay_batch = 500;
-  std::string relay_name = "feed";                 // feed on DynamoDB: lease/checkpoint identity
-  absl::Duration relay_lease = absl::Seconds(10);  // feed on DynamoDB: shard lease duration
+  std::string relay_mode = PipelineOptions{}.relay_mode;  // feed | poll
+  // relay.batch sets the batch of every kind; relay.name and relay.lease_seconds are the
+  // DynamoDB Streams relay's lease/checkpoint identity and shard lease.
+  EventRelayOptions relay;
 
-  // [worker]
-  int worker_threads = 4;
+  // [worker]: threads, batch, backoff_with_visibility, heartbeat_seconds (queue, default_queue
+  // and max_receive_count are set per worker from worker.queues and [queue] / [[queues]]).
+  WorkerOptions worker;
   // worker.queues: the queues `outbox serve` runs workers for (empty: every queue in use — the
   // default queue and each [[queues]] entry; docs/ROUTING.md "Consumer queues").
   std::vector<std::string> worker_queues;
-  int worker_batch = 10;
-  bool backoff_with_visibility = true;
-  absl::Duration heartbeat = absl::ZeroDuration();  // 0: a third of the visibility timeout
-  // Defaults for [[subscriptions]] that do not set their own.
-  int max_attempts = 5;
-  absl::Duration lease = absl::Seconds(8);
-  absl::Duration handler_timeout = absl::Seconds(5);
+  // worker.max_attempts, worker.lease_seconds, worker.handler_timeout_seconds: defaults for
+  // [[subscriptions]] that do not set their own.
+  SubscriptionOptions subscription;
 
   // [ops]
   std::string listen_host = "127.0.0.1";
@@ -77,19 +88,16 @@ struct DaemonConfig {
   std::string tls_cert, tls_key;
   bool tls() const { return !tls_cert.empty(); }
 
-  // [records]
-  std::vector<std::string> record_tables;  // entity tables whose row changes become row.* events
-  std::string tenant_key_prefix = "TENANT#";
-  std::string records_queue = "outbox-records";
+  // [records]: tables (entity tables whose row changes become row.* events),
+  // tenant_key_prefix, queue; relay_state_table is store.relay_state_table.
+  RecordRelayOptions records;
 
-  // [retention] (docs/OPERATIONS.md "Retention"): events_days (default: keep
-  // forever) removes settled events older than the window behind a chain
-  // anchor; archive_dir writes each removed range first.
-  absl::Duration retention_events = absl::InfiniteDuration();
-  std::string archive_dir;
+  // [retention] (docs/OPERATIONS.md "Retention"): events_days (keep; default: keep forever)
+  // removes settled events older than the window behind a chain anchor; archive_dir writes
+  // each removed range first; max_events_per_run bounds one run per tenant.
+  ops::RetentionOptions retention;
   absl::Duration retention_interval = absl::Minutes(60);  // how often `outbox serve` runs it
-  int64_t retention_max_events = 10000;                   // per tenant per run
-  bool retention() const { return retention_events != absl::InfiniteDuration(); }
+  bool retains() const { return retention.keep != absl::InfiniteDuration(); }
 
   // [catalog]
   bool strict = true;  // refuse to start on contract violations; refuse undeclared types
@@ -102,6 +110,15 @@ struct DaemonConfig {
   // The SQLite file is used (for the store, the queue or both).
   bool uses_file() const { return store_backend == "embedded" || queue_backend == "embedded"; }
 };
+
+// One key of outbox.toml whose default is the daemon's own choice, not the
+// library's (DaemonConfig's constructor sets it).
+struct DaemonOverride {
+  const char* key;     // "retention.max_events_per_run"
+  const char* reason;  // why the daemon differs
+};
+// Every such key, in the order of docs/SERVER.md.
+const std::vector<DaemonOverride>& DaemonOverrides();
 
 // The embedded default (no file).
 DaemonConfig DefaultConfig();

@@ -160,7 +160,7 @@ absl::Status Daemon::Impl::OpenBackends(PipelineOptions* po) {
 // every process on the store must agree, or events are written for a relay
 // that does not run.
 absl::Status Daemon::Impl::CheckRelayMode(Store* store) {
-  auto stored = relay::StoredRelayMode(store, cfg.relay_state_table);
+  auto stored = relay::StoredRelayMode(store, cfg.engine.relay_state_table);
   if (!stored.ok()) return Prefixed(stored.status(), "relay.mode");
   if (!stored->empty() && *stored != cfg.relay_mode) {
     return absl::FailedPreconditionError(ToAbsl(fmt::format(
@@ -179,18 +179,14 @@ absl::Status Daemon::Impl::OpenAll() {
   if (auto s = CheckRelayMode(so.store.get()); !s.ok()) return s;
   so.clock = clock;
   so.relay_mode = cfg.relay_mode;
-  so.engine.events_table = cfg.events_table;
-  so.engine.inbox_table = cfg.inbox_table;
-  so.engine.dead_letters_table = cfg.dead_letters_table;
-  so.engine.relay_state_table = cfg.relay_state_table;
+  so.engine = cfg.engine;
   so.engine.clock = clock;
   so.engine.strict_catalog = cfg.strict && cfg.catalog.catalog.size() > 0;
   for (const auto& t : cfg.catalog.catalog.List()) so.engine.declared_types.insert(t.type);
   so.queue_name = cfg.queue;  // the FIFO event queue and its DLQ
-  so.event_queue.visibility_timeout = cfg.visibility_timeout;
-  so.event_queue.max_receive_count = cfg.max_receive_count;
-  so.record_queue = cfg.records_queue;
-  so.record_tables = cfg.record_tables;  // created with a change feed when absent
+  so.event_queue = cfg.event_queue;
+  so.record_queue = cfg.records.queue;
+  so.record_tables = cfg.records.tables;  // created with a change feed when absent
   auto opened = Pipeline::Open(std::move(so));
   if (!opened.ok()) {
     return Prefixed(opened.status(),
@@ -199,9 +195,10 @@ absl::Status Daemon::Impl::OpenAll() {
   stack = *std::move(opened);
   engine = stack->engine();
   queue = stack->queue();
-  if (auto s = relay::StoredRelayMode(stack->store(), cfg.relay_state_table);
+  if (auto s = relay::StoredRelayMode(stack->store(), cfg.engine.relay_state_table);
       s.ok() && s->empty()) {
-    if (auto w = relay::StoreRelayMode(stack->store(), cfg.relay_mode, cfg.relay_state_table);
+    if (auto w =
+            relay::StoreRelayMode(stack->store(), cfg.relay_mode, cfg.engine.relay_state_table);
         !w.ok()) {
       return Prefixed(w, "relay.mode (recording it in the store)");
     }
@@ -209,14 +206,9 @@ absl::Status Daemon::Impl::OpenAll() {
 
   if (auto st = BindSubscriptions(); !st.ok()) return st;
 
-  EventRelayOptions ro;
-  ro.feed.batch = cfg.relay_batch;
-  ro.stream.batch = cfg.relay_batch;
-  ro.stream.name = cfg.relay_name;
-  ro.stream.lease_duration = cfg.relay_lease;
+  EventRelayOptions ro = cfg.relay;
   // Renew (and rebalance) three times per lease, at most every 3 s.
-  ro.stream.renew_interval = std::min(absl::Seconds(3), cfg.relay_lease / 3);
-  ro.poll.batch = std::min(cfg.relay_batch, 1000);
+  ro.stream.renew_interval = std::min(absl::Seconds(3), ro.stream.lease_duration / 3);
   // Consumer queues: each declared queue (and its DLQ) exists; the relay (whichever mode)
   // forwards each event to every queue with a matching subscription — on one SQLite file in the
   // commit of its checkpoint, otherwise with per-queue progress (docs/ROUTING.md §6a).
@@ -236,13 +228,10 @@ absl::Status Daemon::Impl::OpenAll() {
   if (!r.ok()) return Prefixed(r.status(), "relay");
   relay = *std::move(r);
 
-  if (!cfg.record_tables.empty()) {
+  if (!cfg.records.tables.empty()) {
     // The config allows record tables only on the embedded store and queue.
-    RecordRelayOptions rro;
-    rro.tables = cfg.record_tables;
-    rro.queue = cfg.records_queue;
-    rro.relay_state_table = cfg.relay_state_table;
-    rro.tenant_key_prefix = cfg.tenant_key_prefix;
+    RecordRelayOptions rro = cfg.records;
+    rro.relay_state_table = cfg.engine.relay_state_table;
     auto rr = RecordChangeRelay::Open(sqlite_store, sqlite_queue, clock, std::move(rro));
     if (!rr.ok()) return Prefixed(rr.status(), "records");
     record_relay = *std::move(rr);
@@ -269,15 +258,11 @@ absl::Status Daemon::Impl::OpenAll() {
                              "[[queues]] entry",
                              cfg.source, name, cfg.queue)));
     }
-    WorkerOptions wo;
+    WorkerOptions wo = cfg.worker;
     wo.queue = name;
     wo.default_queue = name == cfg.queue;
-    wo.threads = cfg.worker_threads;
-    wo.batch = cfg.worker_batch;
-    wo.max_receive_count = cfg.max_receive_count;
+    wo.max_receive_count = cfg.event_queue.max_receive_count;
     if (declared != nullptr) wo.max_receive_count = declared->max_receive_count;
-    wo.backoff_with_visibility = cfg.backoff_with_visibility;
-    wo.heartbeat = cfg.heartbeat;
     auto w = stack->NewWorker(wo);
     if (!w.ok()) return Prefixed(w.status(), "worker " + name);
     if (auto s = (*w)->Init(); !s.ok()) return Prefixed(s, "worker " + name);
@@ -289,7 +274,7 @@ absl::Status Daemon::Impl::OpenAll() {
     record_consumer = *std::move(c);
   }
   ops::OpsOptions oo;
-  oo.relay_name = cfg.relay_mode == "poll" ? "poll" : cfg.relay_name;
+  oo.relay_name = cfg.relay_mode == "poll" ? "poll" : cfg.relay.stream.name;
   for (const ConsumerQueue& q : cfg.catalog.queues)
     if (q.name != cfg.queue) oo.consumer_queues.push_back(q.name);
   ops = stack->NewOps(oo);
@@ -300,12 +285,8 @@ absl::Status Daemon::Impl::OpenAll() {
   for (const auto& w : workers) worker_metrics.push_back(&w->metrics());
   ops::RegisterWorkerMetrics(&registry, worker_metrics);
   RegisterWebhookMetrics(&registry, &webhooks);
-  if (cfg.retention()) {
-    ops::RetentionOptions ro;
-    ro.keep = cfg.retention_events;
-    ro.archive_dir = cfg.archive_dir;
-    ro.max_events = cfg.retention_max_events;
-    retention = std::make_unique<RetentionLoop>(ops.get(), ro, cfg.retention_interval);
+  if (cfg.retains()) {
+    retention = std::make_unique<RetentionLoop>(ops.get(), cfg.retention, cfg.retention_interval);
     retention->RegisterMetrics(&registry);
   }
   return absl::OkStatus();

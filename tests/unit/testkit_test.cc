@@ -302,10 +302,12 @@ TEST_F(TestKitTest, RunUntilQuietNeedsNoRealSleep) {
   const auto wall = std::chrono::steady_clock::now();
   const absl::Time virt = kit_->clock()->Now();
   ASSERT_TRUE(kit_->RunUntilQuiet().ok());
-  // Four visibility timeouts passed on the manual clock, not on the wall.
-  EXPECT_GE(kit_->clock()->Now() - virt, 4 * kit_->options().visibility_timeout);
+  // The three retries' backoff (1 s, 2 s, 4 s: WorkerOptions::backoff_with_visibility) and
+  // the crashed run's visibility timeout passed on the manual clock, not on the wall.
+  const absl::Duration waited = absl::Seconds(1 + 2 + 4) + kit_->options().visibility_timeout;
+  EXPECT_GE(kit_->clock()->Now() - virt, waited);
   EXPECT_LT(std::chrono::steady_clock::now() - wall,
-            std::chrono::seconds(absl::ToInt64Seconds(4 * kit_->options().visibility_timeout)));
+            std::chrono::seconds(absl::ToInt64Seconds(waited)));
 }
 
 // ---- Simulate -------------------------------------------------------------------
