@@ -1,14 +1,18 @@
 // outbox_consumer: emits, relays and consumes with every lane through the
 // public API only, then checks from the store that each effect committed
-// exactly once. Exit 0 = every check held; 1 = a check failed (printed).
+// exactly once — once through outbox::Embedded, once through a Pipeline the
+// program builds itself over the public SQLite factories (outbox/sqlite.h).
+// Exit 0 = every check held; 1 = a check failed (printed).
 //
-//   outbox_consumer PATH.db [EVENTS]
+//   outbox_consumer PATH.db [EVENTS]     (the Pipeline uses PATH.db.pipeline)
 #include <cstdlib>
 #include <future>
 #include <iostream>
 #include <string>
 
 #include "outbox/embedded.h"
+#include "outbox/pipeline.h"
+#include "outbox/sqlite.h"
 #include "outbox/version.h"
 
 namespace {
@@ -31,6 +35,71 @@ int64_t Runs(outbox::Store* store, const std::string& key) {
   return n;
 }
 
+// The DURABLE effect: it joins the inbox completion (AddWrite), so it commits once.
+absl::Status Effect(outbox::HandlerContext& ctx, const outbox::Envelope&) {
+  outbox::TransactWriteItem w;
+  w.kind = outbox::TransactWriteItem::Kind::kUpdate;
+  w.table = "effects";
+  w.item = {{"pk", outbox::Value::S(ctx.idempotency_key())}};
+  w.update = "ADD runs :one";
+  w.args.values = {{":one", outbox::Value::N(int64_t{1})}};
+  return ctx.AddWrite(std::move(w));
+}
+
+// A Pipeline over a store and a queue the program opens on one SQLite file:
+// no Embedded. The pair shares transactions, so the pipeline relays with the
+// change feed (forward + checkpoint in one commit) and its worker completes
+// and deletes in one commit.
+int RunPipeline(const std::string& path, int events) {
+  auto file = outbox::OpenSqliteFile({.path = path});
+  if (!file.ok()) return std::cerr << file.status() << "\n", 1;
+  auto store = outbox::OpenSqliteStore(*file);
+  auto queue = outbox::OpenSqliteQueue(*file);
+  if (!store.ok() || !queue.ok())
+    return std::cerr << (store.ok() ? queue.status() : store.status()) << "\n", 1;
+  (void)(*store)->CreateTable({.name = "effects", .hash_key = {"pk", outbox::Type::S}});
+  outbox::PipelineOptions po;
+  po.store = *std::move(store);
+  po.queue = *std::move(queue);
+  auto opened = outbox::Pipeline::Open(std::move(po));
+  if (!opened.ok()) return std::cerr << opened.status() << "\n", 1;
+  outbox::Pipeline& p = **opened;
+  Check(p.event_relay_kind() == "change-feed",
+        "Pipeline over OpenSqliteStore + OpenSqliteQueue relays with the change feed (" +
+            p.event_relay_kind() + ")");
+  Check(p.Subscribe(
+             {.name = "bill", .glob = "order.*", .lane = outbox::Lane::kDurable, .handler = Effect})
+            .ok(),
+        "DURABLE subscription registered through Pipeline::Subscribe");
+  auto relay = p.NewEventRelay();
+  auto worker = p.NewWorker();
+  if (!relay.ok() || !worker.ok()) {
+    std::cerr << "relay/worker: " << (relay.ok() ? worker.status() : relay.status()) << "\n";
+    return 1;
+  }
+  std::vector<std::string> ids;
+  for (int i = 0; i < events; ++i) {
+    auto ev = p.engine()->Emit({.tenant = "t" + std::to_string(i % 2), .actor = "consumer"},
+                               "order.billed", outbox::Value::M({}));
+    if (!ev.ok()) return std::cerr << ev.status() << "\n", 1;
+    ids.push_back(ev->id);
+  }
+  if (auto s = (*relay)->Drain(); !s.ok()) return std::cerr << s << "\n", 1;
+  for (int i = 0; i < 20 && (*worker)->metrics().handler_ok < events; ++i) {
+    if (auto s = (*worker)->RunOnce(); !s.ok()) return std::cerr << s << "\n", 1;
+  }
+  int once = 0;
+  for (const auto& id : ids) once += Runs(p.store(), id + ":bill") == 1 ? 1 : 0;
+  Check(once == events, "Pipeline: every DURABLE effect committed exactly once (" +
+                            std::to_string(once) + "/" + std::to_string(events) + ")");
+  Check((*worker)->metrics().deleted.load() == events,
+        "Pipeline: every message deleted with its completion");
+  Check((*file)->sticky_error().ok() && (*file)->commits() > 0,
+        "the SQLite file committed " + std::to_string((*file)->commits()) +
+            " times, no storage error (SQLite " + outbox::SqliteVersion() + ")");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -47,16 +116,7 @@ int main(int argc, char** argv) {
   (void)store->CreateTable({.name = "orders", .hash_key = {"pk", outbox::Type::S}});
   (void)store->CreateTable({.name = "effects", .hash_key = {"pk", outbox::Type::S}});
 
-  // DURABLE: the effect joins the inbox completion (AddWrite), so it commits once.
-  auto effect = [](outbox::HandlerContext& ctx, const outbox::Envelope&) {
-    outbox::TransactWriteItem w;
-    w.kind = outbox::TransactWriteItem::Kind::kUpdate;
-    w.table = "effects";
-    w.item = {{"pk", outbox::Value::S(ctx.idempotency_key())}};
-    w.update = "ADD runs :one";
-    w.args.values = {{":one", outbox::Value::N(int64_t{1})}};
-    return ctx.AddWrite(std::move(w));
-  };
+  auto effect = Effect;
   int inline_runs = 0;
   Check(stack
             .Subscribe({.name = "ship",
@@ -129,6 +189,7 @@ int main(int argc, char** argv) {
   Check(st.ok() && st->healthy() && st->chain_intact && st->events == events,
         "ops status: healthy, chains intact, every event in the log");
   Check(st.ok() && st->queue.visible + st->queue.in_flight == 0, "event queue drained");
+  if (int rc = RunPipeline(std::string(argv[1]) + ".pipeline", events); rc != 0) return rc;
   std::cout << (failures == 0 ? "PASS" : "FAIL") << "\n";
   return failures == 0 ? 0 : 1;
 }

@@ -48,6 +48,8 @@
 
 namespace outbox {
 
+class TransactionalQueue;  // outbox/transaction.h
+
 namespace sqs_error {
 inline constexpr std::string_view kQueueDoesNotExist = "QueueDoesNotExist";
 inline constexpr std::string_view kInvalidParameterValue = "InvalidParameterValue";
@@ -236,6 +238,10 @@ class Queue {
   // until done; the rate limit is real time.
   [[nodiscard]] virtual absl::StatusOr<MoveResult> MoveMessages(std::string_view dlq,
                                                                 const MoveOptions& options) = 0;
+
+  // The shared-transaction capability (outbox/transaction.h): non-null when
+  // this queue can write in one transaction with a store of its database.
+  virtual TransactionalQueue* transactions() { return nullptr; }
 };
 
 // The FIFO event queue between the relay and the workers, and its dead-letter

@@ -35,8 +35,7 @@
 
 namespace outbox {
 
-class SqliteStore;
-class SqliteQueue;
+class Queue;
 
 struct RelayOptions {
   std::string name = "feed";  // checkpoint identity
@@ -103,6 +102,14 @@ class Relay {
   virtual absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100) = 0;
   // The checkpoint / lease identity (RelayOptions::name and friends), for logs.
   virtual const std::string& name() const = 0;
+  // The metrics of this relay's kind: exactly one member is set.
+  struct MetricsOf {
+    const struct RelayMetrics* feed = nullptr;           // ChangeFeedRelay
+    const struct StreamRelayMetrics* stream = nullptr;   // StreamRelay
+    const struct PollRelayMetrics* poll = nullptr;       // PollRelay
+    const struct RecordRelayMetrics* records = nullptr;  // RecordChangeRelay
+  };
+  virtual MetricsOf kind_metrics() const = 0;
 
  protected:
   Relay() = default;
@@ -126,9 +133,13 @@ class Relay {
 
 class ChangeFeedRelay final : public Relay {
  public:
-  // Creates the relay state table and the FIFO queue when absent.
-  static absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> Open(SqliteStore* store,
-                                                               SqliteQueue* queue, Clock* clock,
+  // Creates the relay state table and the FIFO queue when absent. `store`
+  // and `queue` must share transactions (outbox/transaction.h: the embedded
+  // store and queue of one file, OpenSqliteStore/OpenSqliteQueue), since the
+  // sends commit with the checkpoint; otherwise FailedPrecondition (use
+  // StreamRelay or PollRelay). Both must outlive the relay.
+  static absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> Open(Store* store, Queue* queue,
+                                                               Clock* clock,
                                                                RelayOptions options = {});
   ~ChangeFeedRelay() override;
 
@@ -138,13 +149,14 @@ class ChangeFeedRelay final : public Relay {
   absl::StatusOr<int> RunOnce() override;
 
   const RelayMetrics& metrics() const { return metrics_; }
+  MetricsOf kind_metrics() const override { return {.feed = &metrics_}; }
   absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100) override;
   const std::string& name() const override;
 
  private:
-  ChangeFeedRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock, RelayOptions options);
-  void WaitForWork(int idle_rounds) override;
   struct Impl;
+  explicit ChangeFeedRelay(std::unique_ptr<Impl> impl);
+  void WaitForWork(int idle_rounds) override;
   std::unique_ptr<Impl> impl_;
   RelayMetrics metrics_;
 };
@@ -174,9 +186,10 @@ class RecordChangeRelay final : public Relay {
  public:
   // Creates the relay state table and the standard queue when absent. Fails
   // (FailedPrecondition naming the table) when a table does not exist or its
-  // change feed is not enabled.
-  static absl::StatusOr<std::unique_ptr<RecordChangeRelay>> Open(SqliteStore* store,
-                                                                 SqliteQueue* queue, Clock* clock,
+  // change feed is not enabled, and (FailedPrecondition) when `store` and
+  // `queue` do not share transactions (as ChangeFeedRelay::Open).
+  static absl::StatusOr<std::unique_ptr<RecordChangeRelay>> Open(Store* store, Queue* queue,
+                                                                 Clock* clock,
                                                                  RecordRelayOptions options);
   ~RecordChangeRelay() override;
 
@@ -185,15 +198,15 @@ class RecordChangeRelay final : public Relay {
   absl::StatusOr<int> RunOnce() override;
 
   const RecordRelayMetrics& metrics() const { return metrics_; }
+  MetricsOf kind_metrics() const override { return {.records = &metrics_}; }
   // Poison records of every relay sharing the state table.
   absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100) override;
   const std::string& name() const override;
 
  private:
-  RecordChangeRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock,
-                    RecordRelayOptions options);
-  void WaitForWork(int idle_rounds) override;
   struct Impl;
+  explicit RecordChangeRelay(std::unique_ptr<Impl> impl);
+  void WaitForWork(int idle_rounds) override;
   std::unique_ptr<Impl> impl_;
   RecordRelayMetrics metrics_;
 };
@@ -286,6 +299,7 @@ class PollRelay final : public Relay {
   absl::StatusOr<int> RunOnce() override;
 
   const PollRelayMetrics& metrics() const { return metrics_; }
+  MetricsOf kind_metrics() const override { return {.poll = &metrics_}; }
   // DEAD rows (index key <aggregate>#DEAD#0), oldest first.
   absl::StatusOr<std::vector<OutboxRowInfo>> ListDead(int limit = 100);
   // The DEAD rows as poison records: sequence_number = the tenant seq, keys =
@@ -377,6 +391,7 @@ class StreamRelay final : public Relay {
 
   std::vector<std::string> HeldShards() const;
   const StreamRelayMetrics& metrics() const { return metrics_; }
+  MetricsOf kind_metrics() const override { return {.stream = &metrics_}; }
   absl::StatusOr<std::vector<RelayPoisonRecord>> ListPoison(int limit = 100) override;
   const std::string& name() const override;
 

@@ -24,6 +24,8 @@
 
 namespace outbox {
 
+class TransactionalStore;  // outbox/transaction.h
+
 using AttrNames = std::map<std::string, std::string>;  // ExpressionAttributeNames
 using AttrValues = std::map<std::string, Value>;       // ExpressionAttributeValues
 
@@ -418,6 +420,10 @@ class Store {
 
   // The change feed of this store's tables; never null.
   virtual ChangeFeed* change_feed() = 0;
+
+  // The shared-transaction capability (outbox/transaction.h): non-null when
+  // this store can write in one transaction with a queue of its database.
+  virtual TransactionalStore* transactions() { return nullptr; }
 
  protected:
   Store() = default;

@@ -2,6 +2,7 @@
 
 #include "embedded/backends.h"
 #include "relay/relay_mode.h"
+#include "sqlite/file.h"
 
 namespace outbox::cli {
 
@@ -36,10 +37,9 @@ absl::StatusOr<Stack> OpenStack(const StoreFlags& flags, const std::string& path
   Stack st;
   st.dynamodb = flags.dynamodb();
   st.sqs = flags.sqs();
-  st.db = std::move(b->db);
+  if (b->file != nullptr) st.db = sqlite::DatabaseOf(*b->file);
   st.store = std::move(b->store);
   st.queue = std::move(b->queue);
-  st.sqlite_queue = b->sqlite_queue;
   auto engine = OpenEngine(st.store.get());
   if (!engine.ok()) return engine.status();
   st.engine = *std::move(engine);

@@ -19,12 +19,11 @@ struct Stack {
   std::shared_ptr<sqlite::Database> db;  // the SQLite file, when store or queue is in it
   std::unique_ptr<Store> store;          // SqliteStore or DynamoDbStore
   std::unique_ptr<Queue> queue;          // SqliteQueue or the SQS queue
-  SqliteQueue* sqlite_queue = nullptr;   // = queue when it is the embedded one
   std::unique_ptr<Engine> engine;
   bool dynamodb = false;
   bool sqs = false;
   // Store and queue in one SQLite file: the change-feed relay's one transaction.
-  bool embedded() const { return !dynamodb && sqlite_queue != nullptr; }
+  bool embedded() const { return !dynamodb && !sqs; }
 };
 absl::StatusOr<Stack> OpenStack(const StoreFlags& flags, const std::string& db);
 

@@ -137,8 +137,7 @@ void RunFeed(Stack& st, const Args& a) {
   RelayOptions ro;
   ro.queue = a.queue;
   if (!ConsumerRoute(st, a, &ro.route)) return;
-  auto relay = ChangeFeedRelay::Open(static_cast<SqliteStore*>(st.store.get()), st.sqlite_queue,
-                                     Clock::Real(), ro);
+  auto relay = ChangeFeedRelay::Open(st.store.get(), st.queue.get(), Clock::Real(), ro);
   if (!relay.ok()) {
     std::cerr << "outbox relay: " << relay.status() << "\n";
     ExitCode() = kExitFailed;
@@ -306,8 +305,7 @@ void AddRelay(CLI::App& app) {
           StreamRelay::Open(st->store.get(), st->queue.get(), Clock::Real(), StreamOptions(*p));
       list = relay.ok() ? (*relay)->ListPoison(1000) : relay.status();
     } else {
-      auto relay = ChangeFeedRelay::Open(static_cast<SqliteStore*>(st->store.get()),
-                                         st->sqlite_queue, Clock::Real());
+      auto relay = ChangeFeedRelay::Open(st->store.get(), st->queue.get(), Clock::Real());
       list = relay.ok() ? (*relay)->ListPoison(1000) : relay.status();
     }
     if (!list.ok()) {

@@ -1,7 +1,8 @@
 // Opening the backends a configuration names — the SQLite file, DynamoDB,
 // SQS — in one place for `outbox serve` (src/server/daemon.cc) and the CLI
 // commands (cli::OpenStack). Internal: a library user calls the public
-// factories (SqliteStore via Embedded, OpenDynamoDbStore, OpenSqsQueue).
+// factories (OpenSqliteFile/Store/Queue, OpenDynamoDbStore, OpenSqsQueue),
+// which this calls.
 #pragma once
 
 #include <memory>
@@ -11,16 +12,11 @@
 #include "outbox/clock.h"
 #include "outbox/dynamodb.h"
 #include "outbox/queue.h"
+#include "outbox/sqlite.h"
 #include "outbox/sqs.h"
 #include "outbox/store.h"
 
 namespace outbox {
-
-namespace sqlite {
-class Database;
-}
-class SqliteStore;
-class SqliteQueue;
 
 struct BackendSpec {
   bool dynamodb = false;  // the store: DynamoDB, else the SQLite file `path`
@@ -32,11 +28,9 @@ struct BackendSpec {
 };
 
 struct Backends {
-  std::shared_ptr<sqlite::Database> db;  // when the store or the queue is in the file
+  std::shared_ptr<SqliteFile> file;  // when the store or the queue is in the file
   std::unique_ptr<Store> store;
   std::unique_ptr<Queue> queue;
-  SqliteStore* sqlite_store = nullptr;  // = store when it is the SQLite one
-  SqliteQueue* sqlite_queue = nullptr;  // = queue when it is the SQLite one
 };
 
 // Errors name the part: "<path>: ..." for the file, "dynamodb: ..." and

@@ -5,16 +5,14 @@
 #include <filesystem>
 
 #include "outbox/pipeline.h"
-#include "queue/sqlite/sqlite_queue.h"
-#include "sqlite/database.h"
-#include "store/sqlite/sqlite_store.h"
+#include "outbox/sqlite.h"
 
 namespace outbox {
 
 struct Embedded::Impl {
   EmbeddedOptions options;
-  SqliteStore* store = nullptr;  // owned by the pipeline
-  SqliteQueue* queue = nullptr;
+  Store* store = nullptr;  // owned by the pipeline
+  Queue* queue = nullptr;
   std::unique_ptr<Pipeline> pipeline;
 };
 
@@ -26,17 +24,14 @@ absl::StatusOr<std::unique_ptr<Embedded>> Embedded::Open(EmbeddedOptions options
   std::unique_ptr<Embedded> e(new Embedded());
   Impl& m = *e->impl_;
   Clock* clock = options.clock ? options.clock : Clock::Real();
-  std::error_code ec;
-  auto parent = std::filesystem::path(options.path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  sqlite::DatabaseOptions dbo;
-  dbo.path = options.path;
-  dbo.synchronous = options.synchronous_full ? "FULL" : "NORMAL";
-  auto db = sqlite::Database::Open(dbo);
-  if (!db.ok()) return db.status();
-  auto store = SqliteStore::Open(*db, clock);
+  SqliteFileOptions fo;
+  fo.path = options.path;
+  fo.synchronous_full = options.synchronous_full;
+  auto file = OpenSqliteFile(std::move(fo));
+  if (!file.ok()) return file.status();
+  auto store = OpenSqliteStore(*file, clock);
   if (!store.ok()) return store.status();
-  auto queue = SqliteQueue::Open(*db, clock);
+  auto queue = OpenSqliteQueue(*file, clock);
   if (!queue.ok()) return queue.status();
   m.store = store->get();
   m.queue = queue->get();

@@ -6,9 +6,8 @@
 #include <set>
 
 #include "fmt/format.h"
-#include "queue/sqlite/sqlite_queue.h"
+#include "outbox/transaction.h"
 #include "routing/router.h"
-#include "store/sqlite/sqlite_store.h"
 #include "util/mutex.h"
 
 namespace outbox {
@@ -28,12 +27,10 @@ struct Pipeline::Impl {
   bool durable_dispatcher ABSL_GUARDED_BY(mu) = false;
   bool best_effort_dispatcher ABSL_GUARDED_BY(mu) = false;
 
-  // The store and the queue share one SQLite file: the change-feed relay
-  // forwards and checkpoints in one transaction.
-  SqliteStore* one_file_store() const {
-    auto* s = dynamic_cast<SqliteStore*>(store.get());
-    auto* q = dynamic_cast<SqliteQueue*>(queue.get());
-    return s != nullptr && q != nullptr && s->database() == &q->database() ? s : nullptr;
+  // The store and the queue share transactions (one SQLite file): the
+  // change-feed relay forwards and checkpoints in one commit.
+  bool shared_transactions() const {
+    return static_cast<bool>(SharedTransactionsOf(store.get(), queue.get()));
   }
 };
 
@@ -96,7 +93,7 @@ const PipelineOptions& Pipeline::options() const { return impl_->options; }
 
 std::string Pipeline::event_relay_kind() const {
   if (impl_->options.relay_mode == "poll") return "poll";
-  return impl_->one_file_store() != nullptr ? "change-feed" : "stream";
+  return impl_->shared_transactions() ? "change-feed" : "stream";
 }
 
 absl::Status Pipeline::Subscribe(Subscription sub) {
@@ -148,12 +145,11 @@ absl::StatusOr<std::unique_ptr<Relay>> Pipeline::NewEventRelay(EventRelayOptions
     if (!r.ok()) return r.status();
     return std::unique_ptr<Relay>(*std::move(r));
   }
-  if (SqliteStore* one = m.one_file_store()) {
+  if (m.shared_transactions()) {
     o.feed.queue = m.options.queue_name;
     o.feed.events_table = eo.events_table;
     o.feed.relay_state_table = eo.relay_state_table;
-    auto r = ChangeFeedRelay::Open(one, static_cast<SqliteQueue*>(m.queue.get()), m.clock,
-                                   std::move(o.feed));
+    auto r = ChangeFeedRelay::Open(m.store.get(), m.queue.get(), m.clock, std::move(o.feed));
     if (!r.ok()) return r.status();
     return std::unique_ptr<Relay>(*std::move(r));
   }

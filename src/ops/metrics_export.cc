@@ -196,13 +196,10 @@ void RegisterRelayMetrics(metrics::Registry* r, const PollRelayMetrics& m) {
 }
 
 void RegisterRelayMetrics(metrics::Registry* r, const Relay& relay) {
-  if (auto* f = dynamic_cast<const ChangeFeedRelay*>(&relay)) {
-    RegisterRelayMetrics(r, f->metrics());
-  } else if (auto* s = dynamic_cast<const StreamRelay*>(&relay)) {
-    RegisterRelayMetrics(r, s->metrics());
-  } else if (auto* p = dynamic_cast<const PollRelay*>(&relay)) {
-    RegisterRelayMetrics(r, p->metrics());
-  }
+  const Relay::MetricsOf m = relay.kind_metrics();
+  if (m.feed != nullptr) RegisterRelayMetrics(r, *m.feed);
+  if (m.stream != nullptr) RegisterRelayMetrics(r, *m.stream);
+  if (m.poll != nullptr) RegisterRelayMetrics(r, *m.poll);
 }
 
 void RegisterEngineMetrics(metrics::Registry* r, const EngineMetrics& m) {

@@ -5,13 +5,12 @@
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
 #include "outbox/relay.h"
-#include "queue/sqlite/sqlite_queue.h"
+#include "outbox/transaction.h"
 #include "relay/common.h"
 #include "relay/forward.h"
 #include "relay/message.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
-#include "store/sqlite/sqlite_store.h"
 
 namespace outbox {
 namespace {
@@ -37,8 +36,9 @@ absl::Status RelayOptions::Validate() const {
 }
 
 struct ChangeFeedRelay::Impl {
-  SqliteStore* store;
-  SqliteQueue* queue;
+  Store* store;
+  Queue* queue;
+  SharedTransactions shared;  // store + queue of one file: sends commit with the checkpoint
   Clock* clock;
   RelayOptions o;
   int64_t max_message_size = 1 << 20;
@@ -135,21 +135,26 @@ struct ChangeFeedRelay::Impl {
   }
 };
 
-ChangeFeedRelay::ChangeFeedRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock,
-                                 RelayOptions options)
-    : impl_(new Impl{store, queue, clock ? clock : Clock::Real(), std::move(options)}) {}
+ChangeFeedRelay::ChangeFeedRelay(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 ChangeFeedRelay::~ChangeFeedRelay() { StopLoop(); }
 
-absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> ChangeFeedRelay::Open(SqliteStore* store,
-                                                                       SqliteQueue* queue,
+absl::StatusOr<std::unique_ptr<ChangeFeedRelay>> ChangeFeedRelay::Open(Store* store, Queue* queue,
                                                                        Clock* clock,
                                                                        RelayOptions options) {
   if (auto s = options.Validate(); !s.ok()) return s;
+  const SharedTransactions shared = SharedTransactionsOf(store, queue);
+  if (!shared) {
+    return absl::FailedPreconditionError(
+        "relay: ChangeFeedRelay needs a store and a queue that share transactions (the embedded "
+        "store and queue of one SQLite file): the sends commit with the checkpoint; on other "
+        "backends use StreamRelay or PollRelay");
+  }
   auto attrs = relay_internal::EnsureStateTableAndQueue(
       store, options.relay_state_table, queue, options.queue, /*fifo=*/true, "relay.queue");
   if (!attrs.ok()) return attrs.status();
-  std::unique_ptr<ChangeFeedRelay> r(new ChangeFeedRelay(store, queue, clock, std::move(options)));
+  std::unique_ptr<ChangeFeedRelay> r(new ChangeFeedRelay(std::make_unique<Impl>(
+      Impl{store, queue, shared, clock ? clock : Clock::Real(), std::move(options)})));
   r->impl_->max_message_size = attrs->options.max_message_size;
   return r;
 }
@@ -217,9 +222,9 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
   int64_t now_ms = m.clock->NowMillis();
 
   relay_internal::ForwardCounts counts;
-  const relay_internal::ForwardTarget target{m.store, m.queue, m.o.queue, m.o.name,
+  const relay_internal::ForwardTarget target{m.shared.store, m.shared.queue, m.o.queue, m.o.name,
                                              m.o.relay_state_table};
-  absl::Status s = m.store->database()->Write([&](sqlite::Conn& c) -> absl::Status {
+  absl::Status s = m.shared.store->RunInTransaction([&](SharedTransaction& tx) -> absl::Status {
     std::vector<TransactWriteItem> state;
     Item cp = m.StateKey("CHECKPOINT");
     cp["seq"] = Value::S(new_checkpoint);
@@ -230,8 +235,8 @@ absl::StatusOr<int> ChangeFeedRelay::RunOnce() {
       row["last_seq"] = Value::N(last);
       state.push_back(TransactWriteItem::Put(m.o.relay_state_table, std::move(row)));
     }
-    auto n = relay_internal::ForwardInConn(
-        c, target, plan,
+    auto n = relay_internal::ForwardInTransaction(
+        tx, target, plan,
         [](const Planned& p) { return relay_internal::EventMessage(p.body, p.tenant, p.event_id); },
         std::move(state), now_ms);
     if (!n.ok()) return n.status();

@@ -1,7 +1,8 @@
 // "Send a batch + record its poison + move the checkpoint" in ONE embedded
 // commit — the body shared by the change-feed relay and the record-change
 // relay (docs/RELAY.md). Each message goes into the queue inside the caller's
-// SQLite write (Queue::SendInTransaction) under its own savepoint, so a
+// shared transaction (TransactionalQueue::SendIn, outbox/transaction.h) under
+// its own savepoint, so a
 // message the queue refuses as invalid (InvalidArgument) becomes a poison
 // record instead of failing the batch — any other send error fails the whole
 // commit; then the poison rows and the caller's state rows (checkpoints,
@@ -14,9 +15,8 @@
 #include <vector>
 
 #include "fmt/format.h"
-#include "queue/sqlite/sqlite_queue.h"
+#include "outbox/transaction.h"
 #include "relay/poison.h"
-#include "store/sqlite/sqlite_store.h"
 
 namespace outbox::relay_internal {
 
@@ -35,8 +35,8 @@ struct Forward {
 };
 
 struct ForwardTarget {
-  SqliteStore* store;
-  SqliteQueue* queue;
+  TransactionalStore* store;
+  TransactionalQueue* queue;
   std::string queue_name;
   std::string relay_name;
   std::string state_table;
@@ -49,13 +49,15 @@ struct ForwardCounts {
   int64_t newest_created_ms = 0;  // of the forwarded records
 };
 
-// Runs inside `store->database()->Write`. `make_message(entry)` builds the
+// Runs inside `store->RunInTransaction`. `make_message(entry)` builds the
 // SendMessageRequest of a non-poison entry; entries the queue refuses are
 // marked poison (with the queue's reason) in `plan`.
 template <class Entry, class MakeMessage>
-absl::StatusOr<ForwardCounts> ForwardInConn(sqlite::Conn& c, const ForwardTarget& t,
-                                            std::vector<Entry>& plan, MakeMessage make_message,
-                                            std::vector<TransactWriteItem> state, int64_t now_ms) {
+absl::StatusOr<ForwardCounts> ForwardInTransaction(SharedTransaction& tx, const ForwardTarget& t,
+                                                   std::vector<Entry>& plan,
+                                                   MakeMessage make_message,
+                                                   std::vector<TransactWriteItem> state,
+                                                   int64_t now_ms) {
   ForwardCounts n;
   std::vector<TransactWriteItem> rows;
   for (Entry& p : plan) {
@@ -65,16 +67,16 @@ absl::StatusOr<ForwardCounts> ForwardInConn(sqlite::Conn& c, const ForwardTarget
       continue;
     }
     if (!f.poison) {
-      if (auto sp = c.Exec("SAVEPOINT relay_msg"); !sp.ok()) return sp;
+      if (auto sp = tx.Savepoint("relay_msg"); !sp.ok()) return sp;
       // Every queue of the message or none (the savepoint): one commit, one checkpoint.
       absl::StatusOr<SendResult> sent = absl::InternalError("no queue");
       const SendMessageRequest msg = make_message(p);
       for (size_t q = 0; q < std::max<size_t>(1, f.queues.size()); ++q) {
-        sent = t.queue->SendInTransaction(c, f.queues.empty() ? t.queue_name : f.queues[q], msg);
+        sent = t.queue->SendIn(tx, f.queues.empty() ? t.queue_name : f.queues[q], msg);
         if (!sent.ok()) break;
       }
       if (sent.ok()) {
-        (void)c.Exec("RELEASE relay_msg");
+        (void)tx.Release("relay_msg");
         ++n.forwarded;
         n.newest_created_ms = std::max(n.newest_created_ms, f.created_ms);
         continue;
@@ -87,8 +89,8 @@ absl::StatusOr<ForwardCounts> ForwardInConn(sqlite::Conn& c, const ForwardTarget
       // faults: a full disk turned an event into poison and the checkpoint
       // went past it, so it was never delivered.)
       if (sent.status().code() != absl::StatusCode::kInvalidArgument) return sent.status();
-      (void)c.Exec("ROLLBACK TO relay_msg");
-      (void)c.Exec("RELEASE relay_msg");
+      (void)tx.RollbackTo("relay_msg");
+      (void)tx.Release("relay_msg");
       f.poison = true;
       f.reason = fmt::format("queue refused the message: {}", std::string(sent.status().message()));
     }
@@ -102,7 +104,7 @@ absl::StatusOr<ForwardCounts> ForwardInConn(sqlite::Conn& c, const ForwardTarget
     TransactWriteRequest req;
     for (size_t j = i; j < std::min(rows.size(), i + kMaxTransactItems); ++j)
       req.items.push_back(std::move(rows[j]));
-    if (auto w = t.store->TransactWriteInConn(c, req); !w.ok()) return w;
+    if (auto w = t.store->TransactWriteIn(tx, req); !w.ok()) return w;
   }
   return n;
 }

@@ -6,12 +6,11 @@
 #include "nlohmann/json.hpp"
 #include "outbox/ddb_json.h"
 #include "outbox/relay.h"
-#include "queue/sqlite/sqlite_queue.h"
+#include "outbox/transaction.h"
 #include "relay/common.h"
 #include "relay/forward.h"
 #include "relay/poison.h"
 #include "spdlog/spdlog.h"
-#include "store/sqlite/sqlite_store.h"
 
 namespace outbox {
 namespace {
@@ -37,8 +36,9 @@ absl::Status RecordRelayOptions::Validate() const {
 }
 
 struct RecordChangeRelay::Impl {
-  SqliteStore* store;
-  SqliteQueue* queue;
+  Store* store;
+  Queue* queue;
+  SharedTransactions shared;  // store + queue of one file: sends commit with the checkpoint
   Clock* clock;
   RecordRelayOptions o;
   int64_t max_message_size = 1 << 20;
@@ -112,16 +112,19 @@ struct RecordChangeRelay::Impl {
   }
 };
 
-RecordChangeRelay::RecordChangeRelay(SqliteStore* store, SqliteQueue* queue, Clock* clock,
-                                     RecordRelayOptions options)
-    : impl_(new Impl{
-          store, queue, clock ? clock : Clock::Real(), std::move(options), 1 << 20, {}, {}, {}}) {}
+RecordChangeRelay::RecordChangeRelay(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 RecordChangeRelay::~RecordChangeRelay() { StopLoop(); }
 
 absl::StatusOr<std::unique_ptr<RecordChangeRelay>> RecordChangeRelay::Open(
-    SqliteStore* store, SqliteQueue* queue, Clock* clock, RecordRelayOptions options) {
+    Store* store, Queue* queue, Clock* clock, RecordRelayOptions options) {
   if (auto s = options.Validate(); !s.ok()) return s;
+  const SharedTransactions shared = SharedTransactionsOf(store, queue);
+  if (!shared) {
+    return absl::FailedPreconditionError(
+        "record relay: the store and the queue must share transactions (the embedded store and "
+        "queue of one SQLite file): the sends commit with the checkpoint");
+  }
   std::map<std::string, std::string> hash_key;
   for (const std::string& t : options.tables) {
     auto d = store->DescribeTable(t);
@@ -141,8 +144,8 @@ absl::StatusOr<std::unique_ptr<RecordChangeRelay>> RecordChangeRelay::Open(
   auto attrs = relay_internal::EnsureStateTableAndQueue(
       store, options.relay_state_table, queue, options.queue, /*fifo=*/false, "record_relay.queue");
   if (!attrs.ok()) return attrs.status();
-  std::unique_ptr<RecordChangeRelay> r(
-      new RecordChangeRelay(store, queue, clock, std::move(options)));
+  std::unique_ptr<RecordChangeRelay> r(new RecordChangeRelay(std::make_unique<Impl>(
+      Impl{store, queue, shared, clock ? clock : Clock::Real(), std::move(options)})));
   r->impl_->max_message_size = attrs->options.max_message_size;
   r->impl_->hash_key = std::move(hash_key);
   return r;
@@ -168,16 +171,16 @@ absl::StatusOr<int> RecordChangeRelay::RunOnce() {
     int64_t now_ms = m.clock->NowMillis();
 
     relay_internal::ForwardCounts counts;
-    const relay_internal::ForwardTarget target{m.store, m.queue, m.o.queue, m.o.name,
+    const relay_internal::ForwardTarget target{m.shared.store, m.shared.queue, m.o.queue, m.o.name,
                                                m.o.relay_state_table};
-    absl::Status s = m.store->database()->Write([&](sqlite::Conn& c) -> absl::Status {
+    absl::Status s = m.shared.store->RunInTransaction([&](SharedTransaction& tx) -> absl::Status {
       Item cpi = m.StateKey(table);
       cpi["seq"] = Value::S(new_checkpoint);
       cpi["updated_at"] = Value::N(now_ms);
       std::vector<TransactWriteItem> state;
       state.push_back(TransactWriteItem::Put(m.o.relay_state_table, std::move(cpi)));
-      auto n = relay_internal::ForwardInConn(
-          c, target, plan,
+      auto n = relay_internal::ForwardInTransaction(
+          tx, target, plan,
           [](const PlannedRow& p) {
             SendMessageRequest msg;
             msg.body = p.body;

@@ -26,7 +26,6 @@
 #include "outbox/relay.h"
 #include "outbox/version.h"
 #include "outbox/worker.h"
-#include "queue/sqlite/sqlite_queue.h"
 #include "relay/relay_mode.h"
 #include "server/console.h"
 #include "server/http_util.h"
@@ -34,7 +33,6 @@
 #include "server/retention_loop.h"
 #include "server/webhook.h"
 #include "spdlog/spdlog.h"
-#include "store/sqlite/sqlite_store.h"
 #include "util/absl_compat.h"
 
 namespace outbox::server {
@@ -48,8 +46,7 @@ struct Daemon::Impl {
   // over the configured backends, wired where every program gets it:
   // outbox::Pipeline.
   std::unique_ptr<Pipeline> stack;
-  SqliteStore* sqlite_store = nullptr;  // when store.backend = "embedded" (record relay)
-  SqliteQueue* sqlite_queue = nullptr;  // when queue.backend = "embedded"
+  std::shared_ptr<SqliteFile> file;  // when the store or the queue is embedded
   Engine* engine = nullptr;
   Queue* queue = nullptr;
   std::vector<std::unique_ptr<WebhookSubscriber>> webhooks;
@@ -149,8 +146,7 @@ absl::Status Daemon::Impl::OpenBackends(PipelineOptions* po) {
   spec.clock = clock;
   auto b = outbox::OpenBackends(std::move(spec));
   if (!b.ok()) return Prefixed(b.status(), cfg.uses_file() ? "store.path" : "store");
-  sqlite_store = b->sqlite_store;
-  sqlite_queue = b->sqlite_queue;
+  file = b->file;
   po->store = std::move(b->store);
   po->queue = std::move(b->queue);
   return absl::OkStatus();
@@ -232,7 +228,7 @@ absl::Status Daemon::Impl::OpenAll() {
     // The config allows record tables only on the embedded store and queue.
     RecordRelayOptions rro = cfg.records;
     rro.relay_state_table = cfg.engine.relay_state_table;
-    auto rr = RecordChangeRelay::Open(sqlite_store, sqlite_queue, clock, std::move(rro));
+    auto rr = RecordChangeRelay::Open(stack->store(), stack->queue(), clock, std::move(rro));
     if (!rr.ok()) return Prefixed(rr.status(), "records");
     record_relay = *std::move(rr);
   }
@@ -385,11 +381,8 @@ void Daemon::Impl::Readyz(const httplib::Request&, httplib::Response& res) {
   }
   // A storage fault that left the SQLite file refusing writes (durability in
   // doubt until it is reopened): not ready, so an orchestrator restarts us.
-  sqlite::Database* db = sqlite_store   ? sqlite_store->database()
-                         : sqlite_queue ? &sqlite_queue->database()
-                                        : nullptr;
-  if (db != nullptr) {
-    if (auto s = db->sticky_error(); !s.ok()) {
+  if (file != nullptr) {
+    if (auto s = file->sticky_error(); !s.ok()) {
       JsonReply(res, 503, {{"status", "storage_failed"}, {"reason", ToStd(s.message())}});
       return;
     }

@@ -9,10 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "outbox/ddb_json.h"
 #include "outbox/envelope_codec.h"
-#include "queue/sqlite/sqlite_queue.h"
 #include "spdlog/spdlog.h"
-#include "sqlite/database.h"
-#include "store/sqlite/sqlite_store.h"
 #include "util/crash_point.h"
 #include "worker/handler_run.h"
 #include "worker/worker_impl.h"
@@ -317,7 +314,7 @@ bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item
   if (!run.status.ok()) return Fail(m, e, item, sub, key, *claim, run.status, retried);
 
   absl::Status done;
-  if (delete_message && one_file_store != nullptr) {
+  if (delete_message && shared) {
     // Completion + message delete in one write job: one commit instead of
     // two. A receipt that no longer deletes (it expired) leaves the
     // completion to commit alone; the message comes back and is skipped.
@@ -327,9 +324,9 @@ bool DurableWorker::Impl::RunSubscription(Held& h, const Envelope& e, const Item
     done = inbox->Complete(
         key, claim->token, std::move(run.writes), claim->dead_letter_open,
         [&](const TransactWriteRequest& req) {
-          return one_file_store->database()->Write([&](sqlite::Conn& c) -> absl::Status {
-            if (auto s = one_file_store->TransactWriteInConn(c, req); !s.ok()) return s;
-            delete_status = one_file_queue->DeleteInTransaction(c, options.queue, m.receipt_handle);
+          return shared.store->RunInTransaction([&](SharedTransaction& tx) -> absl::Status {
+            if (auto s = shared.store->TransactWriteIn(tx, req); !s.ok()) return s;
+            delete_status = shared.queue->DeleteIn(tx, options.queue, m.receipt_handle);
             if (delete_status.code() == absl::StatusCode::kInvalidArgument ||
                 delete_status.code() == absl::StatusCode::kFailedPrecondition) {
               return absl::OkStatus();  // nothing of the delete was written

@@ -8,9 +8,7 @@
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "queue/sqlite/sqlite_queue.h"
 #include "spdlog/spdlog.h"
-#include "store/sqlite/sqlite_store.h"
 #include "util/thread_name.h"
 #include "worker/worker_impl.h"
 
@@ -18,14 +16,13 @@ namespace outbox {
 
 DurableWorker::Impl::Impl(Store* s, Queue* q, Inbox* i, routing::Router* r, Clock* c,
                           WorkerOptions o)
-    : store(s), queue(q), inbox(i), router(r), clock(c ? c : Clock::Real()), options(std::move(o)) {
-  auto* ss = dynamic_cast<SqliteStore*>(s);
-  auto* sq = dynamic_cast<SqliteQueue*>(q);
-  if (ss != nullptr && sq != nullptr && ss->database() == &sq->database()) {
-    one_file_store = ss;
-    one_file_queue = sq;
-  }
-}
+    : store(s),
+      queue(q),
+      inbox(i),
+      router(r),
+      clock(c ? c : Clock::Real()),
+      options(std::move(o)),
+      shared(SharedTransactionsOf(s, q)) {}
 
 DurableWorker::DurableWorker(Store* store, Queue* queue, Inbox* inbox, routing::Router* router,
                              Clock* clock, WorkerOptions options)

@@ -16,15 +16,13 @@
 #include "outbox/inbox.h"
 #include "outbox/queue.h"
 #include "outbox/subscription.h"
+#include "outbox/transaction.h"
 #include "outbox/worker.h"
 #include "routing/router.h"
 #include "util/mutex.h"
 #include "worker/handler_pool.h"
 
 namespace outbox {
-
-class SqliteStore;
-class SqliteQueue;
 
 // "<host>:<pid>:<8 random hex>".
 std::string DefaultWorkerOwner();
@@ -113,8 +111,9 @@ struct DurableWorker::Impl {
   Queue* const queue;
   // Set when the store and the queue share one SQLite file (Embedded):
   // completion and message delete then commit in one transaction.
-  SqliteStore* one_file_store = nullptr;
-  SqliteQueue* one_file_queue = nullptr;
+  // The store and the queue share transactions (one SQLite file): completion
+  // and delete commit together (outbox/transaction.h).
+  SharedTransactions shared;
   Inbox* const inbox;
   routing::Router* const router;
   Clock* const clock;

@@ -151,10 +151,29 @@ class FaultStore final : public SqliteStore {
   absl::StatusOr<int64_t> SweepExpired() override { return inner_->SweepExpired(); }
   sqlite::Database* database() override { return inner_->database(); }
   absl::Status TransactWriteInConn(sqlite::Conn& conn, const TransactWriteRequest& req) override {
-    // The relay's state write (checkpoint + tenant progress) comes after its
-    // sends in the same SQLite transaction: a crash here is a crash after
-    // forward, before checkpoint. The transaction rolls back, like a process
-    // that died before COMMIT.
+    if (auto s = CrashBeforeCheckpoint(req); !s.ok()) return s;
+    return inner_->TransactWriteInConn(conn, req);
+  }
+
+  // The shared-transaction capability of the inner store (outbox/transaction.h),
+  // with the relay's crash point in its writes.
+  TransactionalStore* transactions() override { return this; }
+  const void* transaction_domain() const override { return inner_->transaction_domain(); }
+  absl::Status RunInTransaction(
+      const std::function<absl::Status(SharedTransaction&)>& fn) override {
+    return inner_->RunInTransaction(fn);
+  }
+  absl::Status TransactWriteIn(SharedTransaction& tx, const TransactWriteRequest& req) override {
+    if (auto s = CrashBeforeCheckpoint(req); !s.ok()) return s;
+    return inner_->TransactWriteIn(tx, req);
+  }
+
+ private:
+  // The relay's state write (checkpoint + tenant progress) comes after its
+  // sends in the same SQLite transaction: a crash here is a crash after
+  // forward, before checkpoint. The transaction rolls back, like a process
+  // that died before COMMIT.
+  absl::Status CrashBeforeCheckpoint(const TransactWriteRequest& req) {
     for (const auto& w : req.items) {
       auto pk = w.item.find("pk");
       auto sk = w.item.find("sk");
@@ -167,10 +186,8 @@ class FaultStore final : public SqliteStore {
         break;
       }
     }
-    return inner_->TransactWriteInConn(conn, req);
+    return absl::OkStatus();
   }
-
- private:
   absl::Status Before(const char* op, std::string_view table, bool single_write) {
     std::string where = std::string(op) + " " + std::string(table);
     if (f_->Inject(FaultKind::kStoreThrottle, where)) {

@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "queue/sqlite/queue_tx.h"
 #include "queue/sqlite/queue_util.h"
+#include "sqlite/shared_transaction.h"
 
 namespace outbox {
 
@@ -225,6 +226,20 @@ absl::Status SqliteQueue::DeleteInTransaction(sqlite::Conn& c, std::string_view 
   auto q = LoadQueue(c, queue);
   if (!q.ok()) return q.status();
   return DeleteTx(c, *q, receipt_handle, clock_->NowMillis());
+}
+
+absl::StatusOr<SendResult> SqliteQueue::SendIn(SharedTransaction& tx, std::string_view queue,
+                                               const SendMessageRequest& m) {
+  auto c = sqlite::ConnTransaction::ConnOf(tx, db_.get());
+  if (!c.ok()) return c.status();
+  return SendInTransaction(**c, queue, m);
+}
+
+absl::Status SqliteQueue::DeleteIn(SharedTransaction& tx, std::string_view queue,
+                                   std::string_view receipt_handle) {
+  auto c = sqlite::ConnTransaction::ConnOf(tx, db_.get());
+  if (!c.ok()) return c.status();
+  return DeleteInTransaction(**c, queue, receipt_handle);
 }
 
 absl::Status SqliteQueue::Delete(std::string_view queue, std::string_view receipt_handle) {

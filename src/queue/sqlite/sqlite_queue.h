@@ -22,11 +22,12 @@
 #include "absl/status/statusor.h"
 #include "outbox/clock.h"
 #include "outbox/queue.h"
+#include "outbox/transaction.h"
 #include "sqlite/database.h"
 
 namespace outbox {
 
-class SqliteQueue final : public Queue {
+class SqliteQueue final : public Queue, public TransactionalQueue {
  public:
   // Creates the q_ tables if needed. `clock` must outlive the queue.
   static absl::StatusOr<std::unique_ptr<SqliteQueue>> Open(std::shared_ptr<sqlite::Database> db,
@@ -67,6 +68,15 @@ class SqliteQueue final : public Queue {
                                    std::string_view receipt_handle);
 
   sqlite::Database& database() { return *db_; }
+
+  // TransactionalQueue (outbox/transaction.h): sends and deletes in a
+  // transaction of this queue's file.
+  TransactionalQueue* transactions() override { return this; }
+  const void* transaction_domain() const override { return db_.get(); }
+  absl::StatusOr<SendResult> SendIn(SharedTransaction& tx, std::string_view queue,
+                                    const SendMessageRequest& m) override;
+  absl::Status DeleteIn(SharedTransaction& tx, std::string_view queue,
+                        std::string_view receipt_handle) override;
 
  private:
   SqliteQueue(std::shared_ptr<sqlite::Database> db, Clock* clock)

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "outbox/clock.h"
 #include "outbox/store.h"
+#include "outbox/transaction.h"
 #include "sqlite/database.h"
 
 namespace outbox {
@@ -35,7 +36,7 @@ struct SqliteStoreOptions {
 // docs/STORAGE.md "Format versions").
 inline constexpr int kStoreFormatVersion = 1;
 
-class SqliteStore : public Store, public ChangeFeed {
+class SqliteStore : public Store, public ChangeFeed, public TransactionalStore {
  public:
   // Creates the schema if needed. `clock` must outlive the store.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(std::shared_ptr<sqlite::Database> db,

@@ -14,6 +14,7 @@
 
 #include "expr/expr.h"
 #include "nlohmann/json.hpp"
+#include "sqlite/shared_transaction.h"
 #include "store/sqlite/sqlite_store.h"
 #include "util/mutex.h"
 
@@ -129,6 +130,19 @@ class SqliteStoreImpl final : public SqliteStore {
   absl::StatusOr<int64_t> SweepExpired() override;
   sqlite::Database* database() override { return db_.get(); }
   absl::Status TransactWriteInConn(sqlite::Conn& conn, const TransactWriteRequest& req) override;
+
+  // TransactionalStore (outbox/transaction.h): the writes of one file.
+  TransactionalStore* transactions() override { return this; }
+  const void* transaction_domain() const override { return db_.get(); }
+  absl::Status RunInTransaction(
+      const std::function<absl::Status(SharedTransaction&)>& fn) override {
+    return sqlite::ConnTransaction::Run(*db_, fn);
+  }
+  absl::Status TransactWriteIn(SharedTransaction& tx, const TransactWriteRequest& req) override {
+    auto c = sqlite::ConnTransaction::ConnOf(tx, db_.get());
+    if (!c.ok()) return c.status();
+    return TransactWriteInConn(**c, req);
+  }
 
   // Shared helpers (used across the implementation files).
   absl::StatusOr<std::shared_ptr<const TableInfo>> LoadTable(sqlite::Conn& c,
