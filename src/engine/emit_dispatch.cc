@@ -10,6 +10,7 @@
 #include "fmt/format.h"
 #include "outbox/ddb_json.h"
 #include "outbox/outbox_row.h"
+#include "routing/call_handler.h"
 #include "spdlog/spdlog.h"
 
 namespace outbox::engine_internal {
@@ -73,19 +74,11 @@ class LocalContext final : public HandlerContext {
   absl::Time deadline_;
 };
 
-absl::Status CallHandler(const Handler& h, HandlerContext& ctx, const Envelope& e) {
-  try {
-    return h(ctx, e);
-  } catch (const std::exception& ex) {
-    return absl::InternalError(fmt::format("handler threw: {}", ex.what()));
-  } catch (...) {
-    return absl::InternalError("handler threw an unknown exception");
-  }
-}
 }  // namespace
 
 using emit_detail::IdempPk;
 using emit_detail::WithPrefix;
+using routing::CallHandler;
 
 absl::Status EngineImpl::RunInline(EmitJob& job, const Envelope& e, int attempt) {
   std::shared_lock<std::shared_mutex> l(router_mu_);

@@ -5,6 +5,7 @@
 #include <future>
 
 #include "fmt/format.h"
+#include "routing/call_handler.h"
 #include "worker/handler_pool.h"
 
 namespace outbox::worker {
@@ -29,20 +30,7 @@ std::vector<TransactWriteItem> DurableContext::Close() {
   return std::move(writes_);
 }
 
-namespace {
-
-absl::Status CallHandler(const Handler& h, HandlerContext& ctx, const Envelope& e) {
-  if (!h) return absl::UnimplementedError("no handler is bound to this subscription");
-  try {
-    return h(ctx, e);
-  } catch (const std::exception& ex) {
-    return absl::InternalError(fmt::format("handler threw: {}", ex.what()));
-  } catch (...) {
-    return absl::InternalError("handler threw an unknown exception");
-  }
-}
-
-}  // namespace
+using routing::CallHandler;
 
 HandlerRun RunHandler(const Handler& handler, std::shared_ptr<DurableContext> ctx,
                       const Envelope& event, absl::Duration timeout) {
