@@ -33,6 +33,7 @@
 #include "outbox/ops.h"
 #include "outbox/queue.h"
 #include "outbox/relay.h"
+#include "outbox/sqlite.h"
 #include "outbox/store.h"
 #include "outbox/subscription.h"
 #include "outbox/worker.h"
@@ -46,6 +47,11 @@ struct EmbeddedOptions {
   // durable (synchronous=FULL) unless `synchronous_full` is false.
   std::string path;
   bool synchronous_full = true;
+  // The file's other settings (include/outbox/sqlite.h: busy_timeout,
+  // max_batch, read_connections, and create = false to open an existing file
+  // only, NotFound when it is absent); its path and synchronous_full are the
+  // two above.
+  SqliteFileOptions file;
   Clock* clock = nullptr;  // null: the real clock
   EngineOptions engine;    // emit options (catalog, idempotency, limits)
   // The FIFO event queue and its DLQ (created when absent, EnsureEventQueue).
@@ -67,8 +73,12 @@ class Embedded {
   Embedded(const Embedded&) = delete;
   Embedded& operator=(const Embedded&) = delete;
 
+  // Lifetimes: every relay, worker, consumer and Ops made by this Embedded
+  // uses its store, queue and engine: destroy (or Stop) them before it.
   Store* store();
   Queue* queue();
+  // The SQLite file: commits(), sticky_error().
+  SqliteFile* file();
   Engine* engine();
   Inbox* inbox();
   Clock* clock();

@@ -11,6 +11,7 @@ namespace outbox {
 
 struct Embedded::Impl {
   EmbeddedOptions options;
+  std::shared_ptr<SqliteFile> file;
   Store* store = nullptr;  // owned by the pipeline
   Queue* queue = nullptr;
   std::unique_ptr<Pipeline> pipeline;
@@ -24,7 +25,7 @@ absl::StatusOr<std::unique_ptr<Embedded>> Embedded::Open(EmbeddedOptions options
   std::unique_ptr<Embedded> e(new Embedded());
   Impl& m = *e->impl_;
   Clock* clock = options.clock ? options.clock : Clock::Real();
-  SqliteFileOptions fo;
+  SqliteFileOptions fo = options.file;
   fo.path = options.path;
   fo.synchronous_full = options.synchronous_full;
   auto file = OpenSqliteFile(std::move(fo));
@@ -33,6 +34,7 @@ absl::StatusOr<std::unique_ptr<Embedded>> Embedded::Open(EmbeddedOptions options
   if (!store.ok()) return store.status();
   auto queue = OpenSqliteQueue(*file, clock);
   if (!queue.ok()) return queue.status();
+  m.file = *file;
   m.store = store->get();
   m.queue = queue->get();
   PipelineOptions po;
@@ -54,6 +56,7 @@ absl::StatusOr<std::unique_ptr<Embedded>> Embedded::Open(EmbeddedOptions options
 }
 
 Store* Embedded::store() { return impl_->store; }
+SqliteFile* Embedded::file() { return impl_->file.get(); }
 Queue* Embedded::queue() { return impl_->queue; }
 Engine* Embedded::engine() { return impl_->pipeline->engine(); }
 Inbox* Embedded::inbox() { return impl_->pipeline->inbox(); }

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "outbox/pipeline.h"
 #include "queue/sqlite/sqlite_queue.h"
 #include "sqlite/database.h"
@@ -65,6 +67,41 @@ TEST(Embedded, RecordTablesRecordRelayOptionsAndTheClock) {
   opened->reset();
   auto again = Embedded::Open(o);
   ASSERT_TRUE(again.ok()) << again.status();
+}
+
+// The file's options reach it: open-existing only, a bad option named, and
+// the file's counters through Embedded::file().
+TEST(Embedded, FileOptionsOpenExistingAndTheFilesCounters) {
+  testing_support::TempDir dir;
+  EmbeddedOptions absent;
+  absent.path = dir.file("absent.db");
+  absent.file.create = false;
+  auto none = Embedded::Open(absent);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound) << none.status();
+  EXPECT_FALSE(std::filesystem::exists(absent.path));
+
+  EmbeddedOptions bad;
+  bad.path = dir.file("e.db");
+  bad.file.read_connections = 0;
+  auto refused = Embedded::Open(bad);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("read_connections"), std::string_view::npos)
+      << refused.status();
+
+  {
+    auto created = Embedded::Open({.path = dir.file("e.db")});
+    ASSERT_TRUE(created.ok()) << created.status();
+    ASSERT_NE((*created)->file(), nullptr);
+    EXPECT_GT((*created)->file()->commits(), 0) << "the tables were created";
+    EXPECT_TRUE((*created)->file()->sticky_error().ok());
+    EXPECT_EQ((*created)->file()->path(), dir.file("e.db"));
+  }
+  EmbeddedOptions existing;
+  existing.path = dir.file("e.db");
+  existing.file.create = false;
+  existing.file.max_batch = 8;
+  auto reopened = Embedded::Open(existing);
+  EXPECT_TRUE(reopened.ok()) << reopened.status();
 }
 
 TEST(Embedded, BadRecordTableNamesTheOption) {
