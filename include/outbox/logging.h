@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string_view>
 
 namespace outbox {
@@ -22,5 +23,14 @@ using LogSink = std::function<void(LogLevel level, std::string_view message)>;
 // an application that uses spdlog's default logger itself should log through
 // a logger of its own.
 void SetLogSink(LogSink sink, LogLevel min_level = LogLevel::kInfo);
+
+// The lowest level the library logs from now on, on the default logger
+// (stderr) or the installed sink alike; the default is kInfo.
+void SetLogLevel(LogLevel min_level);
+
+// "debug", "info", "warn", "error"; ParseLogLevel also takes "warning" and
+// any case, and returns nullopt for anything else.
+std::string_view LogLevelName(LogLevel level);
+std::optional<LogLevel> ParseLogLevel(std::string_view name);
 
 }  // namespace outbox

@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "outbox — transactional outbox, relay and idempotent inbox on an embedded "
       "DynamoDB-compatible store (SQLite) or DynamoDB"};
-  app.set_version_flag("--version", std::string("outbox ") + OUTBOX_VERSION_STRING);
+  app.set_version_flag("--version", std::string("outbox ") + outbox::BuildIdentity());
   app.require_subcommand(1);
   outbox::cli::AddRegisteredCommands(app);
   try {

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "nlohmann/json.hpp"
 #include "outbox/logging.h"
@@ -206,6 +208,35 @@ spdlog::level::level_enum ToSpdlog(LogLevel l) {
 }
 
 }  // namespace
+
+void SetLogLevel(LogLevel min_level) {
+  spdlog::set_level(ToSpdlog(min_level));
+  if (auto logger = spdlog::default_logger()) logger->set_level(ToSpdlog(min_level));
+}
+
+std::string_view LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      break;
+  }
+  return "error";
+}
+
+std::optional<LogLevel> ParseLogLevel(std::string_view name) {
+  std::string n(name);
+  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (n == "debug") return LogLevel::kDebug;
+  if (n == "info") return LogLevel::kInfo;
+  if (n == "warn" || n == "warning") return LogLevel::kWarn;
+  if (n == "error") return LogLevel::kError;
+  return std::nullopt;
+}
 
 void SetLogSink(LogSink sink, LogLevel min_level) {
   if (!sink) {

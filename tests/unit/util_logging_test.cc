@@ -136,3 +136,41 @@ TEST(LogSink, ApplicationSinkReceivesTheLibrarysLines) {
 
 }  // namespace
 }  // namespace outbox
+
+namespace outbox {
+namespace {
+
+TEST(LogLevel, NamesParseAndTheLevelFiltersTheLibrarysLines) {
+  for (LogLevel l : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError}) {
+    EXPECT_EQ(ParseLogLevel(LogLevelName(l)), l) << LogLevelName(l);
+  }
+  EXPECT_EQ(ParseLogLevel("WARNING"), LogLevel::kWarn);
+  EXPECT_EQ(ParseLogLevel("verbose"), std::nullopt);
+  EXPECT_EQ(ParseLogLevel(""), std::nullopt);
+
+  std::mutex mu;
+  std::vector<std::string> lines;
+  SetLogSink(
+      [&](LogLevel, std::string_view text) {
+        std::lock_guard<std::mutex> lock(mu);
+        lines.emplace_back(text);
+      },
+      LogLevel::kDebug);
+  spdlog::debug("line at debug");
+  SetLogLevel(LogLevel::kWarn);
+  spdlog::info("line at info");
+  spdlog::warn("line at warn");
+  SetLogLevel(LogLevel::kInfo);
+  spdlog::info("line at info again");
+  SetLogSink(nullptr);
+  std::lock_guard<std::mutex> lock(mu);
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  EXPECT_NE(all.find("line at debug"), std::string::npos) << all;
+  EXPECT_EQ(all.find("line at info\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("line at warn"), std::string::npos) << all;
+  EXPECT_NE(all.find("line at info again"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace outbox
