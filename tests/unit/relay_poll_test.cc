@@ -19,6 +19,7 @@
 #include "queue/sqlite/sqlite_queue.h"
 #include "store/sqlite/sqlite_store.h"
 #include "support/event_queue.h"
+#include "support/port_wrappers.h"
 #include "support/temp_dir.h"
 
 namespace outbox {
@@ -28,9 +29,9 @@ constexpr const char* kQueue = "outbox-events.fifo";
 
 // A real SqliteQueue whose Send fails on purpose: the first `fail_first[group]`
 // sends of a message group fail with Unavailable (a retryable error).
-class FailingQueue final : public Queue {
+class FailingQueue final : public testing_support::QueueWrapper {
  public:
-  explicit FailingQueue(Queue* inner) : inner_(inner) {}
+  explicit FailingQueue(Queue* inner) : QueueWrapper(inner) {}
   void FailNext(const std::string& group, int n) {
     std::lock_guard<std::mutex> l(mu_);
     fail_[group] = n;
@@ -43,17 +44,6 @@ class FailingQueue final : public Queue {
   int failures() const {
     std::lock_guard<std::mutex> l(mu_);
     return failures_;
-  }
-  absl::Status CreateQueue(std::string_view n, const QueueOptions& o) override {
-    return inner_->CreateQueue(n, o);
-  }
-  absl::Status DeleteQueue(std::string_view n) override { return inner_->DeleteQueue(n); }
-  absl::Status PurgeQueue(std::string_view n) override { return inner_->PurgeQueue(n); }
-  absl::StatusOr<std::vector<std::string>> ListQueues(std::string_view p) override {
-    return inner_->ListQueues(p);
-  }
-  absl::StatusOr<QueueAttributes> GetAttributes(std::string_view n) override {
-    return inner_->GetAttributes(n);
   }
   absl::StatusOr<SendResult> Send(std::string_view q, const SendMessageRequest& m) override {
     {
@@ -71,32 +61,16 @@ class FailingQueue final : public Queue {
         return absl::UnavailableError("injected: queue " + std::string(q) + " unavailable");
       }
     }
-    return inner_->Send(q, m);
+    return QueueWrapper::Send(q, m);
   }
   absl::StatusOr<BatchResult<SendResult>> SendBatch(std::string_view q,
                                                     const std::vector<SendBatchEntry>& e) override {
     return absl::UnimplementedError("the polling relay sends one message at a time");
   }
-  absl::StatusOr<std::vector<ReceivedMessage>> Receive(std::string_view q,
-                                                       const ReceiveOptions& o) override {
-    return inner_->Receive(q, o);
-  }
-  absl::Status Delete(std::string_view q, std::string_view h) override {
-    return inner_->Delete(q, h);
-  }
-  absl::StatusOr<BatchResult<bool>> DeleteBatch(
-      std::string_view q, const std::vector<std::pair<std::string, std::string>>& e) override {
-    return inner_->DeleteBatch(q, e);
-  }
-  absl::Status ChangeVisibility(std::string_view q, std::string_view h, absl::Duration t) override {
-    return inner_->ChangeVisibility(q, h, t);
-  }
-  absl::StatusOr<MoveResult> MoveMessages(std::string_view d, const MoveOptions& o) override {
-    return inner_->MoveMessages(d, o);
-  }
+  // Every send goes through Send above: no shared transaction bypasses it.
+  TransactionalQueue* transactions() override { return nullptr; }
 
  private:
-  Queue* inner_;
   mutable std::mutex mu_;
   std::map<std::string, int> fail_;
   std::map<std::string, int> fail_queue_;
