@@ -35,6 +35,24 @@ int64_t Runs(outbox::Store* store, const std::string& key) {
   return n;
 }
 
+// Forwards what was emitted, then runs the worker until `events` handler runs
+// completed (or 20 receives passed). 0, or 1 with the error printed.
+int RelayAndWork(outbox::Relay& relay, outbox::DurableWorker& worker, int events) {
+  if (auto s = relay.Drain(); !s.ok()) return std::cerr << s << "\n", 1;
+  for (int i = 0; i < 20 && worker.metrics().handler_ok < events; ++i) {
+    if (auto s = worker.RunOnce(); !s.ok()) return std::cerr << s << "\n", 1;
+  }
+  return 0;
+}
+
+// How many of `ids` have their `subscription` effect exactly once.
+int EffectsOnce(outbox::Store* store, const std::vector<std::string>& ids,
+                const std::string& subscription) {
+  int once = 0;
+  for (const auto& id : ids) once += Runs(store, id + ":" + subscription) == 1 ? 1 : 0;
+  return once;
+}
+
 // The DURABLE effect: it joins the inbox completion (AddWrite), so it commits once.
 absl::Status Effect(outbox::HandlerContext& ctx, const outbox::Envelope&) {
   outbox::TransactWriteItem w;
@@ -84,12 +102,8 @@ int RunPipeline(const std::string& path, int events) {
     if (!ev.ok()) return std::cerr << ev.status() << "\n", 1;
     ids.push_back(ev->id);
   }
-  if (auto s = (*relay)->Drain(); !s.ok()) return std::cerr << s << "\n", 1;
-  for (int i = 0; i < 20 && (*worker)->metrics().handler_ok < events; ++i) {
-    if (auto s = (*worker)->RunOnce(); !s.ok()) return std::cerr << s << "\n", 1;
-  }
-  int once = 0;
-  for (const auto& id : ids) once += Runs(p.store(), id + ":bill") == 1 ? 1 : 0;
+  if (int rc = RelayAndWork(**relay, **worker, events); rc != 0) return rc;
+  const int once = EffectsOnce(p.store(), ids, "bill");
   Check(once == events, "Pipeline: every DURABLE effect committed exactly once (" +
                             std::to_string(once) + "/" + std::to_string(events) + ")");
   Check((*worker)->metrics().deleted.load() == events,
@@ -176,12 +190,8 @@ int main(int argc, char** argv) {
     if (!ev.ok()) return std::cerr << ev.status() << "\n", 1;
     ids.push_back(ev->id);
   }
-  if (auto s = (*relay)->Drain(); !s.ok()) return std::cerr << s << "\n", 1;
-  for (int i = 0; i < 20 && (*worker)->metrics().handler_ok < events; ++i) {
-    if (auto s = (*worker)->RunOnce(); !s.ok()) return std::cerr << s << "\n", 1;
-  }
-  int once = 0;
-  for (const auto& id : ids) once += Runs(store, id + ":ship") == 1 ? 1 : 0;
+  if (int rc = RelayAndWork(**relay, **worker, events); rc != 0) return rc;
+  const int once = EffectsOnce(store, ids, "ship");
   Check(once == events, "every DURABLE effect committed exactly once (" + std::to_string(once) +
                             "/" + std::to_string(events) + ")");
   Check(inline_runs == events, "INLINE ran in every emit");

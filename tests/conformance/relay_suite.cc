@@ -108,6 +108,8 @@ void Forward(Relay* relay, Queue* queue, const std::string& name, int want, bool
     auto a = queue->GetAttributes(name);
     ASSERT_TRUE(a.ok()) << a.status();
     if (a->visible + a->in_flight >= want) return;
+    // DynamoDB Streams and SQS run on the server's real time (no injected
+    // clock reaches them): an idle round waits a little before the next.
     if (*n == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }

@@ -8,44 +8,27 @@
 
 #include "outbox/queue.h"
 #include "tests/sim/faults.h"
+#include "tests/support/port_wrappers.h"
 
 namespace outbox::sim {
 
-class FaultQueue final : public Queue {
+class FaultQueue final : public testing_support::QueueWrapper {
  public:
-  FaultQueue(Queue* inner, Faults* faults) : inner_(inner), f_(faults) {}
+  FaultQueue(Queue* inner, Faults* faults) : QueueWrapper(inner), f_(faults) {}
 
   // After a restart: the same decorator (and its record) over the reopened queue.
-  void Rebind(Queue* inner) { inner_ = inner; }
+  void Rebind(Queue* inner) { Retarget(inner); }
 
   // body -> highest ApproximateReceiveCount delivered to a worker.
   std::map<std::string, int64_t> max_receive_count;
 
-  absl::Status CreateQueue(std::string_view n, const QueueOptions& o) override {
-    return inner_->CreateQueue(n, o);
-  }
-  absl::Status DeleteQueue(std::string_view n) override { return inner_->DeleteQueue(n); }
-  absl::Status PurgeQueue(std::string_view n) override { return inner_->PurgeQueue(n); }
-  absl::StatusOr<std::vector<std::string>> ListQueues(std::string_view p) override {
-    return inner_->ListQueues(p);
-  }
-  absl::StatusOr<QueueAttributes> GetAttributes(std::string_view n) override {
-    return inner_->GetAttributes(n);
-  }
-  absl::StatusOr<SendResult> Send(std::string_view q, const SendMessageRequest& m) override {
-    return inner_->Send(q, m);
-  }
-  absl::StatusOr<BatchResult<SendResult>> SendBatch(std::string_view q,
-                                                    const std::vector<SendBatchEntry>& e) override {
-    return inner_->SendBatch(q, e);
-  }
   absl::StatusOr<std::vector<ReceivedMessage>> Receive(std::string_view q,
                                                        const ReceiveOptions& o) override {
     if (f_->Inject(FaultKind::kQueueError, "receive")) {
       return SqsError(sqs_error::kServiceUnavailable, "simulated: service unavailable");
     }
     if (f_->Inject(FaultKind::kQueueDelay, "receive")) return std::vector<ReceivedMessage>{};
-    auto r = inner_->Receive(q, o);
+    auto r = QueueWrapper::Receive(q, o);
     if (r.ok()) {
       for (const auto& m : *r) {
         int64_t& c = max_receive_count[m.body];
@@ -58,21 +41,12 @@ class FaultQueue final : public Queue {
     if (f_->Inject(FaultKind::kQueueError, "delete")) {
       return SqsError(sqs_error::kServiceUnavailable, "simulated: service unavailable");
     }
-    return inner_->Delete(q, h);
+    return QueueWrapper::Delete(q, h);
   }
-  absl::StatusOr<BatchResult<bool>> DeleteBatch(
-      std::string_view q, const std::vector<std::pair<std::string, std::string>>& e) override {
-    return inner_->DeleteBatch(q, e);
-  }
-  absl::Status ChangeVisibility(std::string_view q, std::string_view h, absl::Duration t) override {
-    return inner_->ChangeVisibility(q, h, t);
-  }
-  absl::StatusOr<MoveResult> MoveMessages(std::string_view dlq, const MoveOptions& o) override {
-    return inner_->MoveMessages(dlq, o);
-  }
+  // Every delete goes through Delete above (its faults): no shared transaction bypasses it.
+  TransactionalQueue* transactions() override { return nullptr; }
 
  private:
-  Queue* inner_;
   Faults* f_;
 };
 

@@ -110,6 +110,10 @@ class QueueWrapper : public Queue {
   }
   TransactionalQueue* transactions() override { return target_->transactions(); }
 
+ protected:
+  // The same decorator over another queue (e.g. the queue reopened after a restart).
+  void Retarget(Queue* target) { target_ = target; }
+
  private:
   Queue* target_;
 };
